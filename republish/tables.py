@@ -1,0 +1,127 @@
+"""Loading and validating microdata tables ``T(j)`` against a schema.
+
+Tables come from CSV, Parquet or a DataFrame. Validation follows scikit-learn's habit of
+failing early with a message that names the column, the first offending rows and the fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from republish.errors import InputError, format_rows
+from republish.schema import Schema
+
+
+def read_frame(source: str | Path | pd.DataFrame, delimiter: str = ",") -> pd.DataFrame:
+    """Read a CSV or Parquet file (by extension) or copy a DataFrame, without validation."""
+    if isinstance(source, pd.DataFrame):
+        return source.copy()
+    path = Path(source)
+    if not path.is_file():
+        raise InputError(f"data file {str(path)!r} not found.")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return pd.read_parquet(path)
+    try:
+        return pd.read_csv(path, sep=delimiter, dtype=str, keep_default_na=False,
+                           skipinitialspace=True)
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot be read as CSV with delimiter {delimiter!r} ({exc}).") from exc
+
+
+def load_table(source: str | Path | pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """Load microdata and validate it against ``schema``.
+
+    Returns a DataFrame with the identifier column as strings, numeric QIs as floats,
+    categorical QIs and the sensitive attribute as strings, in the order
+    identifier, QIs, sensitive. Extra columns are dropped.
+
+    Raises
+    ------
+    InputError
+        on a missing column, an empty table, a missing value in the identifier, a QI or
+        the sensitive attribute, a duplicate identifier, a categorical value absent from
+        its order or hierarchy, or a non-numeric value in a numeric QI.
+    """
+    frame = read_frame(source, schema.delimiter)
+    return validate_table(frame, schema)
+
+
+def _is_missing(series: pd.Series) -> np.ndarray:
+    as_text = series.astype(str).str.strip()
+    return np.asarray(series.isna() | as_text.eq("") | as_text.str.lower().isin(["nan", "none"]))
+
+
+def validate_table(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """Validate and normalize an in-memory table; see :func:`load_table`."""
+    needed = [schema.identifier, *schema.qi_names, schema.sensitive]
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"column(s) {missing} missing from the table; it has {list(frame.columns)[:12]}. "
+            "Rename the columns or fix the schema."
+        )
+    if len(frame) == 0:
+        raise InputError("the table is empty; a release needs at least one row.")
+    frame = frame[needed].reset_index(drop=True)
+    for column in needed:
+        bad = _is_missing(frame[column])
+        if bad.any():
+            raise InputError(
+                f"column {column!r} has missing or empty values in row(s) "
+                f"{format_rows(np.flatnonzero(bad).tolist())} (0-based data rows); fill or "
+                "remove those rows."
+            )
+    out = pd.DataFrame(index=frame.index)
+    out[schema.identifier] = frame[schema.identifier].astype(str).str.strip()
+    duplicated = out[schema.identifier].duplicated(keep=False)
+    if duplicated.any():
+        values = out.loc[duplicated, schema.identifier].unique().tolist()
+        raise InputError(
+            f"identifier column {schema.identifier!r} repeats the value(s) {format_rows(values)}; "
+            "every row needs its own identifier."
+        )
+    for qi in schema.qis:
+        column = frame[qi.name]
+        if qi.kind == "numeric":
+            numbers = pd.to_numeric(column, errors="coerce")
+            bad = numbers.isna().to_numpy()
+            if bad.any():
+                rows = np.flatnonzero(bad).tolist()
+                examples = column.iloc[rows[:3]].tolist()
+                raise InputError(
+                    f"numeric QI {qi.name!r} has non-numeric value(s) {examples} in row(s) "
+                    f"{format_rows(rows)}; declare the column as 'ordered' or 'hierarchy', or "
+                    "fix the values."
+                )
+            out[qi.name] = numbers.astype(float)
+        else:
+            text = column.astype(str).str.strip()
+            allowed = set(qi.categories or ())
+            bad = ~text.isin(allowed).to_numpy()
+            if bad.any():
+                rows = np.flatnonzero(bad).tolist()
+                values = sorted(set(text.iloc[rows]))
+                where = "order" if qi.kind == "ordered" else "hierarchy"
+                raise InputError(
+                    f"QI {qi.name!r} has value(s) {format_rows(values)} absent from its {where} "
+                    f"(row(s) {format_rows(rows)}); add them to the {where} or fix the data."
+                )
+            out[qi.name] = text
+    out[schema.sensitive] = frame[schema.sensitive].astype(str).str.strip()
+    return out
+
+
+def encode_qis(table: pd.DataFrame, schema: Schema) -> np.ndarray:
+    """QI codes of a validated table as an ``(n, d)`` float array (see :mod:`republish.schema`)."""
+    codes = np.empty((len(table), len(schema.qis)), dtype=np.float64)
+    for j, qi in enumerate(schema.qis):
+        if qi.kind == "numeric":
+            codes[:, j] = table[qi.name].to_numpy(dtype=np.float64)
+        else:
+            categories = qi.categories or ()
+            lookup = {value: code for code, value in enumerate(categories)}
+            codes[:, j] = table[qi.name].map(lookup).to_numpy(dtype=np.float64)
+    return codes
