@@ -97,7 +97,9 @@ def normalized_lengths(
         elif qi.kind == "hierarchy":
             assert qi.hierarchy is not None
             leaves = len(qi.hierarchy.leaves)
-            covered = qi.hierarchy.covered_leaves(low[:, j].astype(np.int64), high[:, j].astype(np.int64))
+            covered = qi.hierarchy.covered_leaves(
+                low[:, j].astype(np.int64), high[:, j].astype(np.int64)
+            )
             lengths[:, j] = (covered - 1) / (leaves - 1) if leaves > 1 else 0.0
         else:
             extent = domain.high[j] - domain.low[j]

@@ -54,7 +54,9 @@ class Hierarchy:
     @classmethod
     def from_rows(cls, rows: Sequence[Sequence[str]], source: str = "hierarchy") -> Hierarchy:
         """Build a hierarchy from rows ``leaf; level1; ...; root``."""
-        cleaned = [tuple(cell.strip() for cell in row) for row in rows if any(c.strip() for c in row)]
+        cleaned = [
+            tuple(cell.strip() for cell in row) for row in rows if any(c.strip() for c in row)
+        ]
         if not cleaned:
             raise SchemaError(f"{source}: the hierarchy has no rows; give one row per leaf value.")
         height = len(cleaned[0])
@@ -123,7 +125,9 @@ class Hierarchy:
         """Read an ARX hierarchy file: ``;``-separated, no header, leaf first, root last."""
         path = Path(path)
         if not path.is_file():
-            raise SchemaError(f"hierarchy file {str(path)!r} not found; check the path in the schema.")
+            raise SchemaError(
+                f"hierarchy file {str(path)!r} not found; check the path in the schema."
+            )
         text = path.read_text(encoding="utf-8-sig")
         rows = [line.split(delimiter) for line in text.splitlines() if line.strip()]
         return cls.from_rows(rows, source=str(path))
@@ -289,7 +293,9 @@ def load_schema(path: str | Path) -> Schema:
 def _schema_from_mapping(data: Mapping[str, Any], base: Path, source: str) -> Schema:
     for key in ("id", "sensitive"):
         if not isinstance(data.get(key), str) or not data.get(key):
-            raise SchemaError(f"{source}: missing key {key!r} (a column name), e.g. {key} = \"name\".")
+            raise SchemaError(
+                f'{source}: missing key {key!r} (a column name), e.g. {key} = "name".'
+            )
     raw_qis = data.get("qi")
     if not isinstance(raw_qis, list) or not raw_qis:
         raise SchemaError(f"{source}: no [[qi]] entries; declare at least one quasi-identifier.")
@@ -298,7 +304,9 @@ def _schema_from_mapping(data: Mapping[str, Any], base: Path, source: str) -> Sc
     if not isinstance(delimiter, str) or len(delimiter) != 1:
         raise SchemaError(f"{source}: 'delimiter' must be a single character.")
     return Schema(
-        identifier=str(data["id"]), sensitive=str(data["sensitive"]), qis=tuple(qis),
+        identifier=str(data["id"]),
+        sensitive=str(data["sensitive"]),
+        qis=tuple(qis),
         delimiter=delimiter,
     )
 

@@ -25,10 +25,13 @@ def read_frame(source: str | Path | pd.DataFrame, delimiter: str = ",") -> pd.Da
     if path.suffix.lower() in (".parquet", ".pq"):
         return pd.read_parquet(path)
     try:
-        return pd.read_csv(path, sep=delimiter, dtype=str, keep_default_na=False,
-                           skipinitialspace=True)
+        return pd.read_csv(
+            path, sep=delimiter, dtype=str, keep_default_na=False, skipinitialspace=True
+        )
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot be read as CSV with delimiter {delimiter!r} ({exc}).") from exc
+        raise InputError(
+            f"{path}: cannot be read as CSV with delimiter {delimiter!r} ({exc})."
+        ) from exc
 
 
 def load_table(source: str | Path | pd.DataFrame, schema: Schema) -> pd.DataFrame:

@@ -34,7 +34,9 @@ class VerificationReport:
     def __bool__(self) -> bool:
         return self.ok
 
-    def merge(self, *others: VerificationReport, principle: str | None = None) -> VerificationReport:
+    def merge(
+        self, *others: VerificationReport, principle: str | None = None
+    ) -> VerificationReport:
         """Combine reports (e.g. the parts of a release verification)."""
         violations = list(self.violations)
         for other in others:
