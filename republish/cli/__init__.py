@@ -23,7 +23,10 @@ __all__ = ["app", "main"]
 def main() -> None:
     """Console-script entry point; maps user errors to exit code 2 with a message."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns (not raises) the code of typer.Exit.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            sys.exit(code)
     except RepublishError as exc:
         error_console.print(f"error: {exc}", markup=False)
         sys.exit(2)

@@ -43,3 +43,10 @@ def fail(message: str, code: int = 2) -> None:
     """Print ``message`` on stderr and exit with ``code`` (2: bad input or usage)."""
     error_console.print(f"error: {message}", markup=False)
     raise typer.Exit(code)
+
+
+@app.callback()
+def _commands() -> None:
+    # A callback keeps `republish <command>` a command group even while only one command
+    # is registered (Typer would otherwise run that command without its name).
+    pass

@@ -1,0 +1,288 @@
+"""m-eligibility, m-uniqueness and m-invariance (pairs of releases and whole sequences).
+
+* m-eligibility (Definition 3 of the m-eligibility paper, Ruiz et al. 2024): a multiset
+  ``S`` of sensitive values is m-eligible when no value occurs more than ``|S| / m``
+  times; it is the necessary and sufficient condition for ``S`` to be split into
+  m-unique groups (Proposition 1 there).
+* m-uniqueness (Definition 17 of Xiao and Tao 2007): every QI group of ``T*(j)`` holds
+  at least ``m`` rows, all with different sensitive values. Counterfeits are published
+  rows, so they count.
+* signature (Definition 16): the set of distinct sensitive values of a QI group.
+* m-invariance (Definition 17): every release is m-unique, and every row keeps the
+  signature of its hosting group over its lifespan. Lemma 4 reduces checking release
+  ``n`` to ``T*(n)`` being m-unique plus every row of ``T(n-1) ∩ T(n)`` keeping its
+  signature, which :func:`check_m_invariance_pair` implements.
+
+The paper's tuples have one contiguous lifespan. The product also re-inserts rows after
+an absence and then requires them to take back the signature they had when last
+published; :func:`check_m_invariance_sequence` checks that too unless
+``across_gaps=False``.
+
+Identifiers and groups of real rows come from each release's private ``assignment``;
+signatures come from the published ``T*(j)`` (counterfeits included).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from republish.errors import ParameterError, format_rows
+from republish.principles.k_anonymity import group_label, require_positive_int
+from republish.principles.report import VerificationReport, Violation
+from republish.release import GROUP, Release
+
+__all__ = [
+    "check_m_eligibility",
+    "check_m_invariance_pair",
+    "check_m_invariance_sequence",
+    "check_m_uniqueness",
+    "format_signature",
+    "hosting_signatures",
+    "published_signatures",
+]
+
+
+def format_signature(signature: Iterable[str]) -> str:
+    """``{a, b, c}`` with the values sorted, for messages."""
+    return "{" + ", ".join(sorted(signature)) + "}"
+
+
+def published_signatures(release: Release) -> dict[Any, frozenset[str]]:
+    """Signature of every group of ``T*(j)`` (Definition 16), counterfeits included."""
+    sensitive = release.schema.sensitive
+    signatures: dict[Any, set[str]] = {}
+    for group, value in zip(
+        release.published[GROUP].tolist(), release.published[sensitive].astype(str), strict=True
+    ):
+        signatures.setdefault(group, set()).add(value)
+    return {group: frozenset(values) for group, values in signatures.items()}
+
+
+def hosting_signatures(release: Release) -> dict[str, tuple[Any, frozenset[str]]]:
+    """Identifier -> (hosting group, its signature) for every real row of the release.
+
+    A row assigned to a group that ``T*(j)`` does not publish gets the empty signature
+    (:func:`republish.principles.counterfeits.check_counterfeits` reports that group).
+    """
+    signatures = published_signatures(release)
+    identifiers = release.assignment[release.schema.identifier].astype(str).tolist()
+    groups = release.assignment[GROUP].tolist()
+    return {
+        ident: (group, signatures.get(group, frozenset()))
+        for ident, group in zip(identifiers, groups, strict=True)
+    }
+
+
+def check_m_eligibility(values: Iterable[str] | pd.Series, m: int) -> VerificationReport:
+    """Verify that no sensitive value occurs more than ``|S| / m`` times in ``values``.
+
+    Returns
+    -------
+    VerificationReport
+        Principle ``m-eligibility``; one table-wide violation (``group=None``) per value
+        above the limit, naming the value, its count and the limit; ``rows`` are the
+        0-based positions of that value in ``values``.
+    """
+    m = require_positive_int("m", m)
+    items = [str(v) for v in (values.tolist() if isinstance(values, pd.Series) else values)]
+    size = len(items)
+    counts = Counter(items)
+    violations = []
+    for value, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        if count * m > size:
+            positions = [i for i, v in enumerate(items) if v == value]
+            violations.append(
+                Violation(
+                    group=None,
+                    reason=(
+                        f"sensitive value {value!r} has {count} of {size} rows, more than "
+                        f"|S|/m = {size}/{m} = {size / m:.4g}"
+                    ),
+                    rows=tuple(positions),
+                )
+            )
+    return VerificationReport("m-eligibility", tuple(violations))
+
+
+def _real_members(release: Release) -> dict[Any, list[tuple[str, str]]]:
+    """Group -> (identifier, sensitive value) of its real rows."""
+    schema = release.schema
+    members: dict[Any, list[tuple[str, str]]] = {}
+    for ident, group, value in zip(
+        release.assignment[schema.identifier].astype(str),
+        release.assignment[GROUP].tolist(),
+        release.assignment[schema.sensitive].astype(str),
+        strict=True,
+    ):
+        members.setdefault(group, []).append((ident, value))
+    return members
+
+
+def _uniqueness_violations(release: Release, m: int, prefix: str = "") -> list[Violation]:
+    sensitive = release.schema.sensitive
+    members = _real_members(release)
+    published: dict[Any, list[str]] = {}
+    for group, value in zip(
+        release.published[GROUP].tolist(), release.published[sensitive].astype(str), strict=True
+    ):
+        published.setdefault(group, []).append(value)
+    violations = []
+    for group in sorted(published):
+        values = published[group]
+        real = members.get(group, [])
+        if len(values) < m:
+            violations.append(
+                Violation(
+                    group=group_label(group),
+                    reason=(
+                        f"{prefix}group {group} has {len(values)} row(s) (counterfeits "
+                        f"included), fewer than m = {m}"
+                    ),
+                    rows=tuple(ident for ident, _ in real),
+                )
+            )
+        for value, count in sorted(Counter(values).items()):
+            if count > 1:
+                idents = [ident for ident, v in real if v == value]
+                violations.append(
+                    Violation(
+                        group=group_label(group),
+                        reason=(
+                            f"{prefix}group {group} publishes sensitive value {value!r} {count} "
+                            "times; m-uniqueness allows each value once per group"
+                            + (f" (real rows {format_rows(idents)})" if idents else "")
+                        ),
+                        rows=tuple(idents),
+                    )
+                )
+    return violations
+
+
+def check_m_uniqueness(release: Release, m: int) -> VerificationReport:
+    """Verify Definition 17's m-uniqueness of ``T*(j)``.
+
+    Every published group needs at least ``m`` rows and pairwise different sensitive
+    values; counterfeits are published rows and count. ``rows`` of a violation are the
+    identifiers of the real rows involved.
+    """
+    m = require_positive_int("m", m)
+    return VerificationReport("m-uniqueness", tuple(_uniqueness_violations(release, m)))
+
+
+def _signature_violations(
+    current: Release,
+    now: dict[str, tuple[Any, frozenset[str]]],
+    compare: Iterable[str],
+    previous_signature: dict[str, tuple[int, Any, frozenset[str]]],
+    prefix: str = "",
+) -> list[Violation]:
+    """Rows of ``compare`` whose signature in ``current`` differs from the recorded one.
+
+    ``previous_signature[ident]`` is (release number, group, signature) of the last
+    publication of ``ident``; ``now`` is :func:`hosting_signatures` of ``current``. One
+    violation per (current group, old signature).
+    """
+    changed: dict[tuple[Any, frozenset[str], int], list[str]] = {}
+    for ident in compare:
+        number, _, before = previous_signature[ident]
+        group, after = now[ident]
+        if before != after:
+            changed.setdefault((group, before, number), []).append(ident)
+    violations = []
+    for (group, before, number), idents in sorted(
+        changed.items(), key=lambda item: (str(item[0][0]), format_signature(item[0][1]))
+    ):
+        after = now[idents[0]][1]
+        violations.append(
+            Violation(
+                group=group_label(group),
+                reason=(
+                    f"{prefix}identifier(s) {format_rows(sorted(idents))} had signature "
+                    f"{format_signature(before)} in release {number} but their group {group} "
+                    f"of release {current.number} has signature {format_signature(after)}"
+                ),
+                rows=tuple(sorted(idents)),
+            )
+        )
+    return violations
+
+
+def _require_same_columns(releases: Sequence[Release]) -> None:
+    first = releases[0].schema
+    for release in releases[1:]:
+        if (release.schema.identifier, release.schema.sensitive) != (
+            first.identifier,
+            first.sensitive,
+        ):
+            raise ParameterError(
+                f"release {release.number} names identifier/sensitive columns "
+                f"{release.schema.identifier!r}/{release.schema.sensitive!r}, release "
+                f"{releases[0].number} {first.identifier!r}/{first.sensitive!r}; releases of one "
+                "sequence must share the schema."
+            )
+
+
+def check_m_invariance_pair(previous: Release, current: Release, m: int) -> VerificationReport:
+    """Verify release ``current`` against ``previous`` by Lemma 4.
+
+    ``current`` must be m-unique, and every identifier present in both assignments must
+    have the same signature in both releases. Assuming the sequence up to ``previous`` is
+    m-invariant, this is equivalent to the extended sequence being m-invariant. A
+    violation names the group in ``current``, the identifiers (``rows``) and both
+    signatures.
+    """
+    m = require_positive_int("m", m)
+    _require_same_columns([previous, current])
+    violations = _uniqueness_violations(current, m)
+    before = {
+        ident: (previous.number, group, signature)
+        for ident, (group, signature) in hosting_signatures(previous).items()
+    }
+    now = hosting_signatures(current)
+    common = [ident for ident in now if ident in before]
+    violations.extend(_signature_violations(current, now, common, before))
+    return VerificationReport("m-invariance", tuple(violations))
+
+
+def check_m_invariance_sequence(
+    releases: Sequence[Release], m: int, across_gaps: bool = True
+) -> VerificationReport:
+    """Verify Definition 17 over a whole sequence of releases (in publication order).
+
+    Every release must be m-unique; every row present in two consecutive releases of
+    ``releases`` must keep its signature. With ``across_gaps`` (the product's
+    re-insertion rule) a row published again after an absence must also take back the
+    signature it had when last published. Each violation's reason starts with
+    ``release N:``, ``N`` the number of the release where the violation appears.
+    """
+    m = require_positive_int("m", m)
+    releases = list(releases)
+    if not releases:
+        return VerificationReport("m-invariance", ())
+    _require_same_columns(releases)
+    violations: list[Violation] = []
+    # identifier -> (release number, group, signature) of its last publication, and the
+    # position in ``releases`` of that publication
+    last: dict[str, tuple[int, Any, frozenset[str]]] = {}
+    last_position: dict[str, int] = {}
+    for position, release in enumerate(releases):
+        prefix = f"release {release.number}: "
+        violations.extend(_uniqueness_violations(release, m, prefix))
+        now = hosting_signatures(release)
+        compare = [
+            ident
+            for ident in now
+            if ident in last and (across_gaps or last_position[ident] == position - 1)
+        ]
+        if position > 0:
+            violations.extend(
+                _signature_violations(release, now, compare, last, prefix)
+            )
+        for ident, (group, signature) in now.items():
+            last[ident] = (release.number, group, signature)
+            last_position[ident] = position
+    return VerificationReport("m-invariance", tuple(violations))
