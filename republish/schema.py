@@ -258,7 +258,7 @@ class Schema:
             if qi.hierarchy is not None:
                 entry["hierarchy_rows"] = [list(p) for p in qi.hierarchy.paths]
             if qi.domain is not None:
-                entry["domain"] = list(qi.domain)
+                entry["domain"] = [float(v) for v in qi.domain]  # 17 and 17.0: one fingerprint
             qis.append(entry)
         return {
             "id": self.identifier,

@@ -1,0 +1,309 @@
+"""Split: balanced buckets into QI groups of one row per value (m-invariance paper, §4.3).
+
+Xiao & Tao (SIGMOD 2007), §4.3. A balanced bucket with signature ``{v_1..v_s}`` and
+``s·k`` rows is split in two balanced halves until every part holds exactly ``s`` rows
+(one per value); the parts are the QI groups. To split a bucket, the rows of each value
+``v_j`` form a list ``L_j`` sorted on one QI (counterfeits first: they have no QI value);
+taking the first ``p`` rows of every list for one half (``p = 1..k-1``) gives ``k - 1``
+schemes per QI, ``d·(k - 1)`` in all, and the scheme with the smallest perimeter sum wins.
+The perimeter of a part is ``|part| · Σ_i l_i``, ``l_i`` the length of its smallest
+interval on QI ``i`` with every QI domain normalized to [0, 1]; counterfeits count in
+``|part|`` but span no interval.
+
+Ties between schemes of equal perimeter go to the most even split (then the lower QI),
+which keeps the recursion shallow on rows with equal QIs.
+
+The implementation splits every bucket of one level of the recursion at once: per QI one
+sort of all rows by (part, value, QI rank), then segmented prefix/suffix minima and maxima
+(cumulative maxima over values offset per list), so the cost per level is
+``O(n·d²)`` numpy work whatever the number of buckets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from republish.errors import InputError
+
+__all__ = ["SplitResult", "split_bucket_min_perimeter", "split_buckets_min_perimeter"]
+
+#: Offset between consecutive segments in the segmented cumulative maxima and minima;
+#: normalized values lie in [0, 1], so any stride above 1 keeps segments apart.
+_STRIDE = 3.0
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    """``groups[i]``: the QI group (0..G-1) of item ``i``; ``levels``: recursion depth."""
+
+    groups: np.ndarray
+    group_count: int
+    levels: int
+
+
+def _segmented_cummax(values: np.ndarray, list_id: np.ndarray) -> np.ndarray:
+    """Cumulative maximum along the last axis, restarting at every list; NaN is ignored.
+
+    Lists are contiguous with increasing ids; adding ``_STRIDE * id`` puts every list
+    above all earlier ones, so one plain cumulative maximum serves every list.
+    """
+    offset = _STRIDE * list_id
+    shifted = values + offset
+    np.fmax.accumulate(shifted, axis=-1, out=shifted)
+    shifted -= offset
+    return shifted
+
+
+def _segmented_cummin(values: np.ndarray, list_id: np.ndarray) -> np.ndarray:
+    """Cumulative minimum along the last axis, restarting at every list; NaN is ignored."""
+    offset = _STRIDE * list_id
+    shifted = values - offset
+    np.fmin.accumulate(shifted, axis=-1, out=shifted)
+    shifted += offset
+    return shifted
+
+
+def _check_inputs(
+    points: np.ndarray, values: np.ndarray, buckets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    points = np.asarray(points, dtype=np.float64)
+    if points.ndim != 2:
+        raise InputError(f"points must be an (n, d) array, got shape {points.shape}.")
+    n = points.shape[0]
+    value_codes = pd.factorize(np.asarray(values, dtype=object))[0].astype(np.int64)
+    bucket_codes = pd.factorize(np.asarray(buckets))[0].astype(np.int64)
+    if len(value_codes) != n or len(bucket_codes) != n:
+        raise InputError(
+            f"{n} points, {len(value_codes)} values and {len(bucket_codes)} bucket labels; "
+            "give one of each per row."
+        )
+    finite = points[~np.isnan(points).any(axis=1)]
+    if len(finite) and (finite.min() < -1e-9 or finite.max() > 1 + 1e-9):
+        raise InputError("points must be normalized to [0, 1] (NaN rows are counterfeits).")
+    return points, value_codes, bucket_codes
+
+
+def split_buckets_min_perimeter(
+    points: np.ndarray,
+    values: np.ndarray,
+    buckets: np.ndarray,
+) -> SplitResult:
+    """Split every balanced bucket into groups of one row per signature value (§4.3).
+
+    Parameters
+    ----------
+    points:
+        ``(n, d)`` QI values normalized to [0, 1]; a row of NaN marks a counterfeit.
+    values:
+        Sensitive value of every row.
+    buckets:
+        Bucket label of every row. Every bucket must be balanced: each of its values held
+        by the same number of rows.
+
+    Returns
+    -------
+    SplitResult
+        Group of every row; each group holds exactly one row per value of its bucket.
+
+    Raises
+    ------
+    InputError
+        on malformed input or an unbalanced bucket.
+    """
+    points, value_codes, bucket_codes = _check_inputs(points, values, buckets)
+    n, d = points.shape
+    if n == 0:
+        return SplitResult(groups=np.zeros(0, dtype=np.int64), group_count=0, levels=0)
+    counterfeit = np.isnan(points).any(axis=1)
+    points = np.where(counterfeit[:, None], np.nan, points)
+    # QI-major, so the per-chunk reductions run over contiguous memory. Counterfeits are
+    # NaN, which fmax/fmin ignore: they span no interval.
+    sources = np.ascontiguousarray(points.T)
+    rank = np.empty((d, n), dtype=np.int64)
+    for a in range(d):
+        key = np.where(counterfeit, -np.inf, points[:, a])
+        rank[a, np.argsort(key)] = np.arange(n)
+    value_count = int(value_codes.max()) + 1
+
+    # Per bucket: s values, k rows each.
+    bucket_count = int(bucket_codes.max()) + 1
+    pair_counts = np.bincount(bucket_codes * value_count + value_codes,
+                              minlength=bucket_count * value_count).reshape(bucket_count, -1)
+    s_of = (pair_counts > 0).sum(axis=1)
+    k_of = pair_counts.max(axis=1)
+    unbalanced = np.flatnonzero(((pair_counts != 0) & (pair_counts != k_of[:, None])).any(axis=1))
+    if len(unbalanced):
+        bucket = int(unbalanced[0])
+        per_value = pair_counts[bucket][pair_counts[bucket] > 0].tolist()
+        raise InputError(
+            f"bucket {bucket} is not balanced (rows per value {per_value}); balance it "
+            "before splitting."
+        )
+
+    groups = np.full(n, -1, dtype=np.int64)
+    # Segments (parts of buckets) are laid out contiguously, in the same sequence, in
+    # every per-QI order; inside a segment, items are sorted by (value, QI rank).
+    orders = []
+    list_key = (bucket_codes * value_count + value_codes) * n
+    for a in range(d):
+        orders.append(np.argsort(list_key + rank[a]))
+    seg_s = s_of.astype(np.int64)
+    seg_k = k_of.astype(np.int64)
+    next_group = 0
+    levels = 0
+    while True:
+        orders, seg_s, seg_k, next_group = _close_finished(
+            orders, seg_s, seg_k, groups, next_group
+        )
+        if len(seg_s) == 0:
+            break
+        levels += 1
+        chosen_dim, chosen_p, p = _best_cuts(orders, seg_s, seg_k, sources)
+        seg_size = seg_s * seg_k
+        left = np.zeros(n, dtype=bool)
+        at_left = p <= np.repeat(chosen_p, seg_size)
+        dim_of_pos = np.repeat(chosen_dim, seg_size)
+        for a in range(d):
+            left[orders[a][at_left & (dim_of_pos == a)]] = True
+        seg_start = np.concatenate(([0], np.cumsum(seg_size)[:-1]))
+        left_size = seg_s * (chosen_p + 1)
+        orders = [
+            _stable_partition(order, left[order], seg_size, seg_start, left_size)
+            for order in orders
+        ]
+        seg_s = np.repeat(seg_s, 2)
+        seg_k = np.stack([chosen_p + 1, seg_k - chosen_p - 1], axis=1).reshape(-1)
+    return SplitResult(groups=groups, group_count=next_group, levels=levels)
+
+
+def _close_finished(
+    orders: list[np.ndarray],
+    seg_s: np.ndarray,
+    seg_k: np.ndarray,
+    groups: np.ndarray,
+    next_group: int,
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, int]:
+    """Turn segments of one row per value (k = 1) into groups; drop them from the orders."""
+    finished = seg_k == 1
+    if not finished.any():
+        return orders, seg_s, seg_k, next_group
+    seg_size = seg_s * seg_k
+    seg_of_pos = np.repeat(np.arange(len(seg_s)), seg_size)
+    closing = finished[seg_of_pos]
+    group_of_segment = np.cumsum(finished) - 1 + next_group
+    groups[orders[0][closing]] = group_of_segment[seg_of_pos[closing]]
+    next_group += int(finished.sum())
+    keep = ~closing
+    return [order[keep] for order in orders], seg_s[~finished], seg_k[~finished], next_group
+
+
+def _best_cuts(
+    orders: list[np.ndarray],
+    seg_s: np.ndarray,
+    seg_k: np.ndarray,
+    sources: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cheapest scheme (QI, rows per list in the first half) of every segment.
+
+    The ``s`` items at list position ``p`` of a segment form chunk ``(segment, p)``; the
+    first half of the cut after ``p`` is the union of chunks ``0..p``, so its box is a
+    prefix maximum over chunk boxes (and the second half a suffix maximum).
+
+    Returns the chosen QI and last list position ``p`` of the first half per segment, and
+    the list position of every position of the orders.
+    """
+    s, k = seg_s, seg_k
+    size = s * k
+    count = int(size.sum())
+    segments = len(s)
+    seg_start = np.concatenate(([0], np.cumsum(size)[:-1]))
+    chunk_start = np.concatenate(([0], np.cumsum(k)[:-1]))
+    start_pos = np.repeat(seg_start, size)
+    local = np.arange(count) - start_pos
+    k_pos = np.repeat(k, size)
+    list_index = local // k_pos
+    p = local - list_index * k_pos
+    # Positions in (segment, p, list) order: the s items of one chunk are adjacent.
+    slot = start_pos + p * np.repeat(s, size) + list_index
+    by_slot = np.empty(count, dtype=np.int64)
+    by_slot[slot] = np.arange(count)
+    total_chunks = int(k.sum())
+    chunk_seg = np.repeat(np.arange(segments), k)
+    chunk_p = np.arange(total_chunks) - chunk_start[chunk_seg]
+    chunk_first = seg_start[chunk_seg] + chunk_p * s[chunk_seg]
+    segment_id = chunk_seg.astype(np.float64)
+    reverse_id = segment_id[-1] - segment_id[::-1]
+    # Cut after list position p: first half = chunks 0..p, second half = p+1..k-1.
+    cut_index = np.flatnonzero(chunk_p < k[chunk_seg] - 1)
+    cut_seg = chunk_seg[cut_index]
+    cut_p = chunk_p[cut_index]
+    best_cost = np.full(len(cut_index), np.inf)
+    best_dim = np.zeros(len(cut_index), dtype=np.int64)
+    for a, order in enumerate(orders):
+        items = order[by_slot]
+        # Chunk boxes per QI; then prefix (first half) and suffix (second half) boxes.
+        taken = np.take(sources, items, axis=1)
+        high = np.fmax.reduceat(taken, chunk_first, axis=1)
+        low = np.fmin.reduceat(taken, chunk_first, axis=1)
+        first = _lengths(_segmented_cummax(high, segment_id), _segmented_cummin(low, segment_id))
+        second = _lengths(
+            _segmented_cummax(high[:, ::-1], reverse_id)[:, ::-1],
+            _segmented_cummin(low[:, ::-1], reverse_id)[:, ::-1],
+        )
+        cost = s[cut_seg] * (
+            (cut_p + 1) * first[cut_index] + (k[cut_seg] - cut_p - 1) * second[cut_index + 1]
+        )
+        better = cost < best_cost
+        best_cost[better] = cost[better]
+        best_dim[better] = a
+    # Per segment: the cheapest cut, ties to the most even one, then the lowest p.
+    cut_start = np.concatenate(([0], np.cumsum(k - 1)[:-1]))
+    segment_min = np.minimum.reduceat(best_cost, cut_start)
+    tolerance = 1e-9 * np.maximum(segment_min, 1.0)
+    near = best_cost <= (segment_min + tolerance)[cut_seg]
+    imbalance = np.abs(2 * (cut_p + 1) - k[cut_seg])
+    span = int(k.max()) + 1
+    score = np.where(near, imbalance, span) * span + cut_p
+    chosen_p = np.minimum.reduceat(score, cut_start) % span
+    chosen_dim = best_dim[cut_start + chosen_p]
+    return chosen_dim, chosen_p, p
+
+
+def _lengths(high: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """Sum over QIs of box lengths; a box of counterfeits only (NaN) has length 0."""
+    return np.fmax(high - low, 0.0).sum(axis=0)
+
+
+def _stable_partition(
+    order: np.ndarray,
+    left: np.ndarray,
+    seg_size: np.ndarray,
+    seg_start: np.ndarray,
+    left_size: np.ndarray,
+) -> np.ndarray:
+    """Reorder every segment as (its first-half items, its second-half items), stably.
+
+    With ``r`` the first-half items before position ``i`` (``b`` of them before the
+    segment), a first-half item goes to ``start + r - b`` and a second-half one to
+    ``start + left_size + (i - start) - (r - b)``.
+    """
+    left_int = left.astype(np.int64)
+    running = np.cumsum(left_int) - left_int
+    before_segment = running[seg_start]
+    first_offset = np.repeat(seg_start - before_segment, seg_size)
+    second_offset = np.repeat(left_size + before_segment, seg_size)
+    target = np.where(
+        left, running + first_offset, np.arange(len(order)) - running + second_offset
+    )
+    result = np.empty_like(order)
+    result[target] = order
+    return result
+
+
+def split_bucket_min_perimeter(points: np.ndarray, values: np.ndarray) -> SplitResult:
+    """Split one balanced bucket (see :func:`split_buckets_min_perimeter`)."""
+    points = np.asarray(points, dtype=np.float64)
+    return split_buckets_min_perimeter(points, values, np.zeros(len(points), dtype=np.int64))

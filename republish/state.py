@@ -1,0 +1,289 @@
+"""The publisher's private state between m-invariant releases.
+
+Lemma 4 of the m-invariance paper (Xiao & Tao, SIGMOD 2007) lets release ``n`` be
+computed from ``T(n)`` and the last release alone. The product also re-inserts rows after
+an absence (they take back the signature they had when last published) and refuses rows
+whose values changed, so the state keeps, for every identifier ever published:
+
+* the number of the release that last published it,
+* the signature of its hosting group in that release,
+* its raw QI and sensitive values,
+
+plus the identifiers held back (deferred) by the last release, which stay *new* until
+they are published.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from republish.errors import InputError, ParameterError, format_rows
+from republish.principles.report import VerificationReport, Violation
+from republish.release import GROUP, Release
+from republish.schema import Schema
+
+#: Columns of :attr:`PublisherState.rows` besides the schema's QIs and sensitive attribute.
+LAST_RELEASE = "last_release"
+SIGNATURE = "signature"
+
+
+def _empty_rows(schema: Schema) -> pd.DataFrame:
+    columns: dict[str, pd.Series] = {}
+    for qi in schema.qis:
+        dtype = np.float64 if qi.kind == "numeric" else object
+        columns[qi.name] = pd.Series([], dtype=dtype)
+    columns[schema.sensitive] = pd.Series([], dtype=object)
+    columns[LAST_RELEASE] = pd.Series([], dtype=np.int64)
+    columns[SIGNATURE] = pd.Series([], dtype=np.int64)
+    frame = pd.DataFrame(columns)
+    frame.index = pd.Index([], dtype=object, name=schema.identifier)
+    return frame
+
+
+@dataclass(frozen=True, eq=False)
+class PublisherState:
+    """What the publisher must remember after release :attr:`last_release`.
+
+    Attributes
+    ----------
+    schema, m:
+        Fixed for the whole sequence.
+    last_release:
+        Number of the last release (0 before the first one).
+    rows:
+        One row per identifier ever published, indexed by identifier: the raw QI values,
+        the sensitive value, ``last_release`` (release that last published it) and
+        ``signature`` (index into :attr:`signatures` of its last hosting group).
+    signatures:
+        The distinct signatures referenced by ``rows``.
+    deferred:
+        Identifiers held back by the last release.
+    """
+
+    schema: Schema
+    m: int
+    last_release: int = 0
+    rows: pd.DataFrame = field(default_factory=pd.DataFrame)
+    signatures: tuple[frozenset[str], ...] = ()
+    deferred: tuple[str, ...] = ()
+
+    @classmethod
+    def empty(cls, schema: Schema, m: int) -> PublisherState:
+        """The state before the first release."""
+        if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 2:
+            raise ParameterError(f"m must be an integer of at least 2, got {m!r}.")
+        return cls(schema=schema, m=int(m), rows=_empty_rows(schema))
+
+    @classmethod
+    def from_releases(cls, releases: Sequence[Release], m: int) -> PublisherState:
+        """Replay ``releases`` (in publication order) from the empty state."""
+        if not releases:
+            raise ParameterError("from_releases needs at least one release.")
+        state = cls.empty(releases[0].schema, m)
+        for release in releases:
+            state = state.advance(release)
+        return state
+
+    @property
+    def published_count(self) -> int:
+        return len(self.rows)
+
+    def sensitive_domain(self) -> set[str]:
+        """Every sensitive value the publisher has seen or published (counterfeits too)."""
+        values = set(self.rows[self.schema.sensitive].astype(str).unique().tolist())
+        for signature in self.signatures:
+            values |= signature
+        return values
+
+    def positions(self, identifiers: pd.Series | np.ndarray | Sequence[str]) -> np.ndarray:
+        """Row of each identifier in :attr:`rows` (-1 for identifiers never published)."""
+        ids = np.asarray(identifiers, dtype=object).astype(str).astype(object)
+        return np.asarray(self.rows.index.get_indexer(ids), dtype=np.int64)
+
+    def signature_codes(self, signatures: Iterable[frozenset[str]]) -> tuple[
+        tuple[frozenset[str], ...], list[int]
+    ]:
+        """Codes of ``signatures`` in this state's table, extended with new ones."""
+        table = list(self.signatures)
+        lookup = {signature: code for code, signature in enumerate(table)}
+        codes = []
+        for signature in signatures:
+            if signature not in lookup:
+                lookup[signature] = len(table)
+                table.append(signature)
+            codes.append(lookup[signature])
+        return tuple(table), codes
+
+    def advance(
+        self,
+        release: Release,
+        row_signatures: Sequence[frozenset[str]] | None = None,
+        positions: np.ndarray | None = None,
+    ) -> PublisherState:
+        """The state after ``release``.
+
+        ``row_signatures[i]``, when given, is the signature of the group of
+        ``release.assignment`` row ``i`` (saves recomputing it from ``T*(n)``);
+        ``positions`` the :meth:`positions` of the assignment's identifiers.
+        """
+        schema = self.schema
+        if release.number <= self.last_release:
+            raise ParameterError(
+                f"release {release.number} does not follow release {self.last_release}."
+            )
+        assignment = release.assignment
+        if row_signatures is None:
+            by_group = group_signatures(release)
+            row_signatures = [by_group[g] for g in assignment[GROUP].tolist()]
+        distinct = list(dict.fromkeys(row_signatures))
+        table, codes = self.signature_codes(distinct)
+        code_of = dict(zip(distinct, codes, strict=True))
+        fresh = assignment[[*schema.qi_names, schema.sensitive]].copy()
+        fresh.index = pd.Index(assignment[schema.identifier].astype(str), name=schema.identifier)
+        fresh[LAST_RELEASE] = np.int64(release.number)
+        fresh[SIGNATURE] = np.fromiter(
+            (code_of[s] for s in row_signatures), dtype=np.int64, count=len(row_signatures)
+        )
+        if positions is None:
+            positions = self.positions(fresh.index)
+        replaced = np.zeros(len(self.rows), dtype=bool)
+        replaced[positions[positions >= 0]] = True
+        kept = self.rows.loc[~replaced]
+        rows = pd.concat([kept, fresh]) if len(kept) else fresh
+        return PublisherState(
+            schema=schema,
+            m=self.m,
+            last_release=release.number,
+            rows=rows,
+            signatures=table,
+            deferred=tuple(str(d) for d in release.deferred),
+        )
+
+
+def changed_rows(
+    state: PublisherState, table: pd.DataFrame, positions: np.ndarray | None = None
+) -> pd.DataFrame:
+    """Rows of the validated ``table`` whose identifier was published with other values.
+
+    ``positions`` are :meth:`PublisherState.positions` of the table's identifiers, when
+    already known. Returns the offending rows of ``table`` with an extra column
+    ``changed`` naming the columns that differ.
+    """
+    schema = state.schema
+    if positions is None:
+        positions = state.positions(table[schema.identifier])
+    known = positions >= 0
+    if not known.any():
+        return table.iloc[:0].assign(changed=pd.Series([], dtype=object))
+    current = table.loc[known]
+    before = state.rows.iloc[positions[known]]
+    columns = [*schema.qi_names, schema.sensitive]
+    masks = {c: current[c].to_numpy() != before[c].to_numpy() for c in columns}
+    differs = np.logical_or.reduce(list(masks.values()))
+    rows = np.flatnonzero(differs)
+    out = current.iloc[rows].copy()
+    out["changed"] = [
+        "; ".join(
+            f"{c}: {before[c].iloc[i]!r} -> {current[c].iloc[i]!r}" for c in columns if masks[c][i]
+        )
+        for i in rows.tolist()
+    ]
+    return out
+
+
+def check_unchanged(
+    state: PublisherState, table: pd.DataFrame, positions: np.ndarray | None = None
+) -> None:
+    """Refuse identifiers whose QI or sensitive values changed since last published.
+
+    Raises
+    ------
+    InputError
+        naming the identifiers and the changes.
+    """
+    changed = changed_rows(state, table, positions)
+    if len(changed):
+        schema = state.schema
+        labels = [
+            f"{ident} ({what})"
+            for ident, what in zip(
+                changed[schema.identifier].tolist()[:5], changed["changed"].tolist()[:5],
+                strict=True,
+            )
+        ]
+        more = f" (and {len(changed) - 5} more)" if len(changed) > 5 else ""
+        raise InputError(
+            f"{len(changed)} identifier(s) were published before with other QI or sensitive "
+            f"values: {'; '.join(labels)}{more}. m-invariance assumes a row never changes; "
+            "value updates need the m-Distinct principle, or give the changed rows new "
+            "identifiers."
+        )
+
+
+def group_signatures(release: Release) -> dict[Any, frozenset[str]]:
+    """Signature of every published group (counterfeits included), computed with numpy."""
+    published = release.published
+    group_codes, group_labels = pd.factorize(published[GROUP])
+    value_codes, value_labels = pd.factorize(published[release.schema.sensitive].astype(str))
+    width = max(len(value_labels), 1)
+    pairs = np.unique(group_codes.astype(np.int64) * width + value_codes)
+    owners = pairs // width
+    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+    labels = np.asarray(value_labels, dtype=object)
+    signatures: dict[Any, frozenset[str]] = {}
+    for first, chunk in zip(starts.tolist(), np.split(pairs % width, starts[1:]), strict=True):
+        signatures[group_labels[owners[first]]] = frozenset(labels[chunk].tolist())
+    return signatures
+
+
+def check_against_state(
+    release: Release, state: PublisherState, positions: np.ndarray | None = None
+) -> VerificationReport:
+    """Every previously published row keeps its last published signature.
+
+    This is Lemma 4's second condition extended across gaps (re-insertions): it compares
+    each row of ``release`` with its record in ``state`` (the state *before* the release).
+    ``positions`` are :meth:`PublisherState.positions` of the assignment's identifiers,
+    when already known. One violation per (group, previous signature).
+    """
+    schema = release.schema
+    assignment = release.assignment
+    ids = assignment[schema.identifier].astype(str)
+    if positions is None:
+        positions = state.positions(ids)
+    known = positions >= 0
+    if not known.any():
+        return VerificationReport("m-invariance", ())
+    by_group = group_signatures(release)
+    before = state.rows.iloc[positions[known]]
+    pairs = pd.DataFrame({
+        "group": assignment[GROUP].to_numpy()[known],
+        "code": before[SIGNATURE].to_numpy(),
+    }).drop_duplicates()
+    violations = []
+    for group, code in zip(pairs["group"].tolist(), pairs["code"].tolist(), strict=True):
+        now = by_group.get(group, frozenset())
+        if now == state.signatures[code]:
+            continue
+        mask = (assignment[GROUP].to_numpy()[known] == group) & (
+            before[SIGNATURE].to_numpy() == code
+        )
+        idents = ids[known].to_numpy()[mask].tolist()
+        numbers = sorted(set(before[LAST_RELEASE].to_numpy()[mask].tolist()))
+        violations.append(
+            Violation(
+                group=group,
+                reason=(
+                    f"identifier(s) {format_rows(idents)} last published (release(s) "
+                    f"{numbers}) with signature {sorted(state.signatures[code])} sit in group "
+                    f"{group} of release {release.number} with signature {sorted(now)}"
+                ),
+                rows=tuple(idents),
+            )
+        )
+    return VerificationReport("m-invariance", tuple(violations))
