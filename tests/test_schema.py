@@ -52,8 +52,11 @@ def test_schema_round_trips_through_dict(data_dir: Path) -> None:
         ('id = "n"\nsensitive = "d"\n[[qi]]\nname = "a"\nkind = "weird"\n', "kind 'weird'"),
         ('id = "n"\nsensitive = "d"\n[[qi]]\nname = "a"\nkind = "ordered"\n', "needs an 'order'"),
         ('id = "n"\nsensitive = "n"\n[[qi]]\nname = "a"\n', "play two roles"),
-        ('id = "n"\nsensitive = "d"\n[[qi]]\nname = "a"\nkind = "hierarchy"\n'
-         'hierarchy = "nope.csv"\n', "nope.csv"),
+        (
+            'id = "n"\nsensitive = "d"\n[[qi]]\nname = "a"\nkind = "hierarchy"\n'
+            'hierarchy = "nope.csv"\n',
+            "nope.csv",
+        ),
         ('id = "n"\nsensitive = "d"\n[[qi', "not valid TOML"),
     ],
 )
@@ -104,7 +107,9 @@ def random_hierarchies(draw: st.DrawFn) -> Hierarchy:
 
 @settings(max_examples=60, deadline=None)
 @given(random_hierarchies(), st.data())
-def test_lca_from_extreme_codes_equals_brute_force(hierarchy: Hierarchy, data: st.DataObject) -> None:
+def test_lca_from_extreme_codes_equals_brute_force(
+    hierarchy: Hierarchy, data: st.DataObject
+) -> None:
     codes = data.draw(st.lists(st.integers(0, len(hierarchy.leaves) - 1), min_size=1, max_size=6))
     leaves = [hierarchy.leaves[c] for c in codes]
     assert hierarchy.label(min(codes), max(codes)) == brute_force_lca(hierarchy, leaves)

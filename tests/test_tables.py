@@ -41,16 +41,24 @@ def test_csv_and_parquet_load_the_same(schema, people, data_dir: Path, tmp_path:
     [
         (lambda df: df.drop(columns=["education"]), r"column\(s\) \['education'\] missing"),
         (lambda df: df.iloc[0:0], "table is empty"),
-        (lambda df: df.assign(disease=["flu", "", "flu", "cold", "flu", "x"]),
-         r"column 'disease' has missing or empty values in row\(s\) 1"),
+        (
+            lambda df: df.assign(disease=["flu", "", "flu", "cold", "flu", "x"]),
+            r"column 'disease' has missing or empty values in row\(s\) 1",
+        ),
         (lambda df: df.assign(age=["30", None, "1", "2", "3", "4"]), "column 'age' has missing"),
         (lambda df: df.assign(name=["A", "B", "A", "C", "D", "E"]), "repeats the value"),
-        (lambda df: df.assign(education=["HS", "PhD", "HS", "HS", "HS", "HS"]),
-         r"value\(s\) 'PhD' absent from its order"),
-        (lambda df: df.assign(country=["France"] * 5 + ["Mars"]),
-         r"'Mars' absent from its hierarchy \(row\(s\) 5\)"),
-        (lambda df: df.assign(age=["30", "old", "1", "2", "3", "4"]),
-         r"non-numeric value\(s\) \['old'\] in row\(s\) 1"),
+        (
+            lambda df: df.assign(education=["HS", "PhD", "HS", "HS", "HS", "HS"]),
+            r"value\(s\) 'PhD' absent from its order",
+        ),
+        (
+            lambda df: df.assign(country=["France"] * 5 + ["Mars"]),
+            r"'Mars' absent from its hierarchy \(row\(s\) 5\)",
+        ),
+        (
+            lambda df: df.assign(age=["30", "old", "1", "2", "3", "4"]),
+            r"non-numeric value\(s\) \['old'\] in row\(s\) 1",
+        ),
     ],
 )
 def test_bad_input_is_named(schema, people, mutate, message: str) -> None:  # type: ignore[no-untyped-def]
