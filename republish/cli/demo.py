@@ -122,8 +122,7 @@ def demo(
     json_output: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     seed: int = typer.Option(1, "--seed", help="Seed of the computed releases' randomness."),
 ) -> None:
-    """Run the m-invariance paper's hospital example: verify the paper's tables, then
-    compute and verify 2-invariant releases with republish."""
+    """Run the m-invariance paper's hospital example: verify it, then compute releases."""
     example = load_hospital()
     if json_output:
         with console.capture():
