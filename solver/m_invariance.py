@@ -44,6 +44,7 @@ from republish.release import Release, build_release
 from republish.schema import Schema
 from republish.solver.certificate import Certificate
 from republish.solver.eligibility import make_eligible
+from republish.solver.m_invariance_exact import decide_counts, defer_rows, exact_splitter
 from republish.solver.m_invariance_rows import (
     Workspace,
     form_groups,
@@ -51,6 +52,7 @@ from republish.solver.m_invariance_rows import (
     place_balancing,
     place_old_rows,
 )
+from republish.solver.steps import Mode
 from republish.state import (
     LAST_RELEASE,
     SIGNATURE,
@@ -190,6 +192,9 @@ def publish_m_invariant(
     progress: Progress | None = None,
     validated: bool = False,
     eligibility_time_limit: float = 10.0,
+    mode: Mode = "heuristic",
+    time_limit: float = 10.0,
+    workers: int = 1,
 ) -> StepResult:
     """Compute, verify and return release ``n`` of an m-invariant sequence.
 
@@ -217,6 +222,11 @@ def publish_m_invariant(
     eligibility_time_limit:
         Seconds for the exact eligibility model (CP-SAT, hinted with the paper's
         algorithm; the algorithm's answer is kept when the model finds nothing better).
+    mode, time_limit, workers:
+        ``heuristic`` (default): the phases above. ``auto``/``exact``: balancing, extra
+        rows and eligibility come from the bucket-assignment model and every bucket is
+        grouped by the exact group formation, each hinted with the greedy phases and
+        limited to ``time_limit`` seconds (:mod:`republish.solver.m_invariance_exact`).
 
     Raises
     ------
@@ -282,14 +292,24 @@ def publish_m_invariant(
     place_old_rows(work, old, division.bucket_of_row, codes_sa)
 
     timer.phase("balancing")
-    balancing = balance_buckets(division.counts, {v: len(r) for v, r in work.pool.items()})
+    decided = None
+    if mode == "heuristic":
+        balancing = balance_buckets(division.counts, {v: len(r) for v, r in work.pool.items()})
+    else:
+        decided = decide_counts(division.signatures, division.counts,
+                                {v: len(r) for v, r in work.pool.items()}, m, eligibility,
+                                domain, mode, time_limit, workers)
+        balancing = decided.balancing
     place_balancing(work, balancing)
 
     timer.phase("eligibility")
     leftover = np.concatenate([np.zeros(0, dtype=np.int64), *work.pool.values()])
-    solution, deferred_rows = _make_eligible(
-        table, schema, leftover, m, eligibility, domain, eligibility_time_limit
-    )
+    if decided is None:
+        solution, deferred_rows = _make_eligible(
+            table, schema, leftover, m, eligibility, domain, eligibility_time_limit
+        )
+    else:
+        solution, deferred_rows = defer_rows(decided, table, schema, leftover, m)
     if len(deferred_rows):
         work.pool = {v: r[~np.isin(r, deferred_rows)] for v, r in work.pool.items()}
 
@@ -301,7 +321,12 @@ def publish_m_invariant(
 
     timer.phase("split")
     codes, normalized = _normalized_points(table, schema)
-    item_rows, item_values, item_buckets, item_groups, levels = form_groups(work, normalized)
+    split_certificates: list[Certificate] = []
+    splitter = None if decided is None else exact_splitter(mode, time_limit, workers,
+                                                           split_certificates)
+    item_rows, item_values, item_buckets, item_groups, levels = form_groups(
+        work, normalized, splitter
+    )
 
     timer.phase("build")
     real = item_rows >= 0
@@ -344,17 +369,23 @@ def publish_m_invariant(
     wall = time.perf_counter() - start
     counterfeits = release.counterfeit_total()
     objective = float(counterfeits + len(deferred_rows))
+    counts_certificate = None if decided is None else decided.certificate
     certificate = Certificate(
         step=PRINCIPLE,
-        status="HEURISTIC",
+        status="HEURISTIC" if counts_certificate is None else counts_certificate.status,
         objective=objective,
-        bound=None,
-        heuristic_objective=objective,
+        bound=None if counts_certificate is None or counts_certificate.bound is None
+        else min(counts_certificate.bound, objective),
+        heuristic_objective=objective if counts_certificate is None
+        else counts_certificate.heuristic_objective,
         times=timer.times,
         detail=(
             f"balancing counterfeits {balancing.total_counterfeits}; eligibility "
             f"{solution.method} ({solution.status}): {solution.total_counterfeits} counterfeits, "
             f"{solution.total_deletions} deferrals; split levels {levels}"
+            + "".join(f"; grouping {c.status}: objective {c.objective:.6g}, bound "
+                      f"{c.bound if c.bound is None else round(c.bound, 6)}"
+                      for c in split_certificates)
         ),
     )
     metadata = {**release.metadata, "certificate": certificate.to_dict(), "wall_time_s": wall}

@@ -14,13 +14,14 @@ row per value) holds a real row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from republish.errors import InputError
 from republish.heuristics.balancing import Balancing
-from republish.heuristics.perimeter_split import split_buckets_min_perimeter
+from republish.heuristics.perimeter_split import SplitResult, split_buckets_min_perimeter
 
 __all__ = [
     "Workspace",
@@ -146,9 +147,15 @@ def place_assignment(work: Workspace, moves: tuple[tuple[tuple[str, ...], int], 
 
 
 def form_groups(
-    work: Workspace, normalized: np.ndarray
+    work: Workspace,
+    normalized: np.ndarray,
+    splitter: Callable[[np.ndarray, np.ndarray, np.ndarray], SplitResult] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """Split every bucket into groups; returns item rows, values, buckets, groups, levels."""
+    """Split every bucket into groups; returns item rows, values, buckets, groups, levels.
+
+    ``splitter`` replaces the §4.3 split (same arguments and result), e.g. the exact group
+    formation of :func:`republish.solver.m_invariance_exact.exact_splitter`.
+    """
     item_rows, item_values, item_buckets = work.arrays()
     keep = drop_redundant_counterfeits(
         item_rows, item_values, item_buckets, len(work.signatures), len(work.domain)
@@ -162,5 +169,5 @@ def form_groups(
         )
     points = np.full((len(item_rows), normalized.shape[1]), np.nan)
     points[real] = normalized[item_rows[real]]
-    split = split_buckets_min_perimeter(points, item_values, item_buckets)
+    split = (splitter or split_buckets_min_perimeter)(points, item_values, item_buckets)
     return item_rows, item_values, item_buckets, split.groups, split.levels

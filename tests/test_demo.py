@@ -26,7 +26,9 @@ def test_demo_json_verdicts_and_computed_releases() -> None:
     assert verdicts["Tables 1b -> 3a (with R(2) = Table 3b) are 2-invariant"]["ok"] is True
     computed = {c["step"]: c for c in document["computed"]}
     assert all(c["verified"] for c in computed.values())
-    assert computed["release 2 after Table 1b"]["counterfeits"] == 2
+    after_paper = computed["release 2 after Table 1b"]
+    assert after_paper["counterfeits"] == 2
+    assert after_paper["status"] == "OPTIMAL" and after_paper["bound"] == 2
 
 
 def test_demo_console_script_prints_tables_and_verdicts() -> None:

@@ -62,6 +62,12 @@ class Principle(StrEnum):
     m_distinct = "m-distinct"
 
 
+class SolverMode(StrEnum):
+    heuristic = "heuristic"
+    auto = "auto"
+    exact = "exact"
+
+
 class Format(StrEnum):
     csv = "csv"
     parquet = "parquet"
@@ -175,6 +181,15 @@ def release(
                      "from the store's."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
+    solver: Annotated[
+        SolverMode,
+        typer.Option("--solver", help="m-invariance: greedy steps only (heuristic), exact "
+                     "models hinted by them (exact), or exact below size limits (auto)."),
+    ] = SolverMode.heuristic,
+    time_limit: Annotated[
+        float,
+        typer.Option("--time-limit", min=0.0, help="Seconds per exact model solve."),
+    ] = 10.0,
 ) -> None:
     """Compute, verify and record the next release of DATA (the store's principle)."""
     with ReleaseStore.open(store) as opened:
@@ -216,6 +231,7 @@ def release(
                 result = publish_m_invariant(
                     table, opened.schema, opened.m, state, eligibility=eligibility.value,
                     rng=rng, number=number, validated=True, progress=report,
+                    mode=solver.value, time_limit=time_limit,
                 )
             progress.update(task, description="writing")
             output.mkdir(parents=True, exist_ok=True)

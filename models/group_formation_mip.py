@@ -1,0 +1,168 @@
+"""Set-partitioning MIP for group formation (buckets of signature size >= 3, m-unique
+partitions of small tables), solved with SCIP through OR-Tools' model builder.
+
+Every candidate group ``G`` is a column with cost ``weight(G) · Σ_j length_j(G)`` (lengths
+over its real rows; ``weight`` is ``|G|`` for the perimeter, ``real(G) / (real rows · d)``
+for NCP); the model picks columns covering every row exactly once:
+
+    minimize ``Σ_G cost_G · x_G``  subject to  ``Σ_{G ∋ i} x_G = 1`` for every row ``i``.
+
+* Bucket with ``s`` values and ``k`` rows each: the ``k^s`` tuples of one row per value
+  that hold a real row (3-dimensional matching for ``s = 3``).
+* m-unique partition: groups of distinct values with ``m .. 2m-1`` rows and a real row.
+  Larger groups are dominated: a group of ``>= 2m`` distinct values with two real rows
+  splits into two valid groups whose boxes lie inside its box, so neither objective
+  grows; a group with a single real row has length 0 and is kept at any size.
+
+Its linear relaxation is close to the optimum on the instances measured (Adult buckets:
+often equal), so SCIP's branch-and-bound proves optimality in seconds where CP-SAT --
+on this model or on the per-group minima/maxima model of
+:mod:`republish.models.group_formation_cpsat` -- stalls at buckets of 60 rows
+(``benchmarks/RESULTS.md``); CP-SAT stays the fallback for buckets with too many columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from ortools.linear_solver.python import model_builder
+
+__all__ = ["Columns", "MipGrouping", "bucket_columns", "partition_columns", "solve_set_partition"]
+
+Objective = str
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Candidate groups: column ``c`` holds rows ``members[starts[c]:starts[c + 1]]``."""
+
+    members: np.ndarray
+    starts: np.ndarray
+    cost: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.cost)
+
+
+@dataclass(frozen=True)
+class MipGrouping:
+    """Group label per row (``None`` without a solution), status, objective and bound."""
+
+    groups: np.ndarray | None
+    status: str
+    objective: float | None
+    bound: float | None
+
+
+def _costs(points: np.ndarray, fake: np.ndarray, members: np.ndarray, starts: np.ndarray,
+           objective: Objective) -> np.ndarray:
+    """Cost of every column (see the module docstring)."""
+    real = ~fake[members]
+    low = np.where(real[:, None], points[members], np.inf)
+    high = np.where(real[:, None], points[members], -np.inf)
+    first = starts[:-1]
+    length = (np.maximum.reduceat(high, first, axis=0)
+              - np.minimum.reduceat(low, first, axis=0)).sum(axis=1)
+    if objective == "perimeter":
+        return np.diff(starts) * length
+    real_rows = max(int((~fake).sum()) * points.shape[1], 1)
+    return np.add.reduceat(real.astype(np.int64), first) * length / real_rows
+
+
+def bucket_columns(points: np.ndarray, value_index: np.ndarray, fake: np.ndarray, k: int,
+                   objective: Objective, max_columns: int) -> Columns | None:
+    """The ``k^s`` one-row-per-value tuples holding a real row; ``None`` above the limit."""
+    s = int(value_index.max()) + 1
+    if k ** s > max_columns:
+        return None
+    rows = [np.flatnonzero(value_index == v) for v in range(s)]
+    tuples = np.stack([g.ravel() for g in np.meshgrid(*rows, indexing="ij")], axis=1)
+    tuples = tuples[~fake[tuples].all(axis=1)]
+    starts = np.arange(len(tuples) + 1) * s
+    members = tuples.ravel()
+    return Columns(members, starts, _costs(points, fake, members, starts, objective))
+
+
+def partition_columns(points: np.ndarray, value_index: np.ndarray, fake: np.ndarray, m: int,
+                      objective: Objective, max_columns: int) -> Columns | None:
+    """Undominated m-unique groups (see the module docstring); ``None`` above the limit."""
+    n = len(value_index)
+    found: list[tuple[int, ...]] = []
+    values = value_index.tolist()
+    is_fake = fake.tolist()
+
+    def extend(group: list[int], used: set[int], reals: int, start: int) -> bool:
+        size = len(group)
+        if size >= m and reals >= 1:
+            found.append(tuple(group))
+            if len(found) > max_columns:
+                return False
+        if size >= 2 * m - 1 and reals >= 2:
+            return True  # every extension is dominated
+        for i in range(start, n):
+            if values[i] in used:
+                continue
+            real = 0 if is_fake[i] else 1
+            if size + 1 >= 2 * m and reals + real >= 2:
+                continue
+            group.append(i)
+            used.add(values[i])
+            ok = extend(group, used, reals + real, i + 1)
+            group.pop()
+            used.discard(values[i])
+            if not ok:
+                return False
+        return True
+
+    if not extend([], set(), 0, 0):
+        return None
+    sizes = np.array([len(g) for g in found], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    members = np.fromiter((i for g in found for i in g), dtype=np.int64, count=int(sizes.sum()))
+    return Columns(members, starts, _costs(points, fake, members, starts, objective))
+
+
+_STATUS = {
+    model_builder.SolveStatus.OPTIMAL: "OPTIMAL",
+    model_builder.SolveStatus.FEASIBLE: "FEASIBLE",
+    model_builder.SolveStatus.INFEASIBLE: "INFEASIBLE",
+}
+
+
+def solve_set_partition(columns: Columns, n: int, time_limit: float,
+                        hint_groups: np.ndarray | None = None) -> MipGrouping:
+    """Cover rows ``0..n-1`` exactly once at least cost (SCIP, relative gap 0)."""
+    model = model_builder.Model()
+    x = [model.new_bool_var(f"x[{c}]") for c in range(len(columns))]
+    column_of = np.repeat(np.arange(len(columns)), np.diff(columns.starts))
+    order = np.argsort(columns.members, kind="stable")
+    first = np.searchsorted(columns.members[order], np.arange(n + 1))
+    for i in range(n):
+        covering = column_of[order[first[i]:first[i + 1]]].tolist()
+        model.add(model_builder.LinearExpr.sum([x[c] for c in covering]) == 1)
+    model.minimize(model_builder.LinearExpr.weighted_sum(x, columns.cost.tolist()))
+    if hint_groups is not None:
+        index = {tuple(sorted(columns.members[a:b].tolist())): c
+                 for c, (a, b) in enumerate(zip(columns.starts[:-1], columns.starts[1:],
+                                                strict=True))}
+        for label in np.unique(hint_groups).tolist():
+            column = index.get(tuple(np.flatnonzero(hint_groups == label).tolist()))
+            if column is not None:
+                model.add_hint(x[column], 1.0)
+    solver = model_builder.Solver("scip")
+    if not solver.solver_is_supported():
+        return MipGrouping(None, "ERROR", None, None)
+    solver.set_time_limit_in_seconds(max(float(time_limit), 0.01))
+    solver.set_solver_specific_parameters("limits/gap = 0\nlimits/absgap = 1e-9\n")
+    status = _STATUS.get(solver.solve(model), "TIMEOUT")
+    if status not in ("OPTIMAL", "FEASIBLE"):
+        return MipGrouping(None, status, None, None)
+    chosen = np.flatnonzero(np.asarray([solver.value(v) for v in x]) > 0.5)
+    groups = np.full(n, -1, dtype=np.int64)
+    for label, c in enumerate(chosen.tolist()):
+        groups[columns.members[columns.starts[c]:columns.starts[c + 1]]] = label
+    if (groups < 0).any():
+        return MipGrouping(None, "ERROR", None, None)
+    return MipGrouping(groups, status, float(solver.objective_value),
+                       float(solver.best_objective_bound))

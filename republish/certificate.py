@@ -1,0 +1,82 @@
+"""Solve certificates: what a publication step can prove about its answer.
+
+Every step (eligibility, bucket assignment, group formation, ...) returns a
+:class:`Certificate` that is stored with the release and shown by ``republish history``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Status = Literal["OPTIMAL", "FEASIBLE", "HEURISTIC", "TIMEOUT", "INFEASIBLE", "ERROR"]
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Status, objective, best bound and gap of one solve, with the wall time of each part.
+
+    ``status`` is ``OPTIMAL`` when the objective is proven minimal, ``FEASIBLE`` when a
+    model improved on or confirmed the heuristic without proof, ``HEURISTIC`` when only the
+    heuristic's answer is available (model skipped, too large, or out of time).
+    ``bound`` is a proven lower bound on the objective (``None`` when nothing is proven).
+    """
+
+    step: str
+    status: Status
+    objective: float
+    bound: float | None = None
+    heuristic_objective: float | None = None
+    times: dict[str, float] = field(default_factory=dict)
+    detail: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap ``(objective - bound) / max(|objective|, 1)``; 0 when optimal."""
+        if self.status == "OPTIMAL":
+            return 0.0
+        if self.bound is None or math.isinf(self.bound):
+            return None
+        return max(0.0, self.objective - self.bound) / max(abs(self.objective), 1.0)
+
+    @property
+    def wall_time_s(self) -> float:
+        return float(sum(self.times.values()))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["gap"] = self.gap
+        data["wall_time_s"] = self.wall_time_s
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Certificate:
+        fields = {k: v for k, v in data.items() if k not in ("gap", "wall_time_s")}
+        return cls(**fields)
+
+
+def combine(step: str, parts: list[Certificate]) -> Certificate:
+    """One certificate for a release made of several solves: objectives and bounds add up.
+
+    The combined status is the weakest of the parts (OPTIMAL only if every part is).
+    """
+    if not parts:
+        return Certificate(step=step, status="OPTIMAL", objective=0.0, bound=0.0)
+    order = ["OPTIMAL", "FEASIBLE", "HEURISTIC", "TIMEOUT", "INFEASIBLE", "ERROR"]
+    status = max((p.status for p in parts), key=order.index)
+    bounds = [p.bound for p in parts]
+    bound = (
+        None if any(b is None for b in bounds) else float(sum(b for b in bounds if b is not None))
+    )
+    times: dict[str, float] = {}
+    for p in parts:
+        for key, value in p.times.items():
+            times[f"{p.step}.{key}"] = times.get(f"{p.step}.{key}", 0.0) + value
+    return Certificate(
+        step=step,
+        status=status,
+        objective=float(sum(p.objective for p in parts)),
+        bound=bound,
+        times=times,
+    )

@@ -1,0 +1,100 @@
+"""The exact steps plugged into the m-invariant release (:mod:`republish.solver.m_invariance`).
+
+With ``mode`` ``auto`` or ``exact``, :func:`publish_m_invariant` takes its count decisions
+(balancing, whole extra rows, eligibility of the leftover) from :func:`decide_counts`
+-- the bucket-assignment model hinted with the greedy phases, via
+:func:`republish.solver.steps.bucket_step` -- and groups every bucket with
+:func:`exact_splitter` (:func:`republish.solver.steps.split_step`: the §4.3 split, then
+the exact group formation). With ``mode="heuristic"`` (the default) neither is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from republish.bucket_types import BucketCounts
+from republish.eligibility_types import EligibilitySolution, solution_from_targets
+from republish.heuristics.balancing import Balancing
+from republish.heuristics.perimeter_split import SplitResult
+from republish.models.bucket_assignment import BucketAssignment
+from republish.schema import Schema
+from republish.solver.certificate import Certificate
+from republish.solver.eligibility import apply_eligibility
+from republish.solver.steps import Eligibility, Mode, bucket_step, split_step
+
+__all__ = ["DecidedCounts", "decide_counts", "defer_rows", "exact_splitter"]
+
+
+@dataclass(frozen=True)
+class DecidedCounts:
+    """The bucket-assignment answer as the pipeline's phases consume it."""
+
+    balancing: Balancing
+    assignment: BucketAssignment
+    certificate: Certificate
+
+
+def decide_counts(
+    signatures: Sequence[frozenset[str]],
+    counts: Sequence[Mapping[str, int]],
+    available: Mapping[str, int],
+    m: int,
+    eligibility: Eligibility,
+    domain: Sequence[str],
+    mode: Mode,
+    time_limit: float,
+    workers: int,
+) -> DecidedCounts:
+    """Counts per bucket (new rows, counterfeits, extra rows) and for the leftover."""
+    buckets = [BucketCounts(tuple(sorted(s)), dict(c)) for s, c in zip(signatures, counts,
+                                                                       strict=True)]
+    result = bucket_step(buckets, dict(available), m, mode=mode, eligibility=eligibility,
+                         allow_new_values=True, new_values=list(domain),
+                         time_limit=time_limit, workers=workers)
+    balancing = Balancing(
+        targets=result.targets,
+        from_new=result.from_new,
+        counterfeits=result.counterfeits,
+        remaining=dict(result.leftover),
+    )
+    return DecidedCounts(balancing, result, result.certificate)
+
+
+def defer_rows(decided: DecidedCounts, table: pd.DataFrame, schema: Schema,
+               leftover: np.ndarray, m: int) -> tuple[EligibilitySolution, np.ndarray]:
+    """The leftover's eligibility as an :class:`EligibilitySolution`, and the deferred rows
+    (positions in ``table``; the outliers of each value, as the greedy pipeline does)."""
+    assignment = decided.assignment
+    original = dict(assignment.leftover)
+    targets = {v: c - assignment.deferrals.get(v, 0) for v, c in original.items()}
+    for v, c in assignment.eligibility_counterfeits.items():
+        targets[v] = targets.get(v, 0) + c
+    solution = solution_from_targets(
+        f"bucket-assignment ({assignment.status})", m, original, targets,
+        status=assignment.status, solve_time_s=assignment.solve_time_s,
+        bound=assignment.bound,
+    )
+    if not assignment.deferrals or len(leftover) == 0:
+        return solution, np.zeros(0, dtype=np.int64)
+    applied = apply_eligibility(table.iloc[leftover], schema, solution, seed=None)
+    return solution, np.sort(applied.deferred.index.to_numpy(dtype=np.int64))
+
+
+def exact_splitter(
+    mode: Mode, time_limit: float, workers: int, certificates: list[Certificate]
+) -> Callable[[np.ndarray, np.ndarray, np.ndarray], SplitResult]:
+    """A drop-in for ``split_buckets_min_perimeter`` that groups every bucket exactly
+    (when the models allow) and records the grouping certificate in ``certificates``."""
+
+    def split(points: np.ndarray, values: np.ndarray, buckets: np.ndarray) -> SplitResult:
+        groups, certificate = split_step(points, values, buckets, mode=mode,
+                                         time_limit=time_limit, workers=workers)
+        certificates.append(certificate)
+        return SplitResult(groups=groups, group_count=int(groups.max()) + 1 if len(groups)
+                           else 0, levels=0)
+
+    return split

@@ -1,0 +1,168 @@
+"""Solver steps: heuristic first, exact model hinted with it, fallback, certificates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from republish.bucket_types import BucketCounts
+from republish.errors import InputError, ParameterError
+from republish.models.bucket_assignment import bucket_assignment_problems
+from republish.models.group_formation import grouping_objective, grouping_problems
+from republish.solver.steps import (
+    bucket_step,
+    group_step,
+    partition_step,
+    repair_groups,
+    split_step,
+)
+
+VALUES = [f"v{i}" for i in range(6)]
+
+
+def _buckets(rng: np.random.Generator, count: int, m: int) -> list[BucketCounts]:
+    out = []
+    for _ in range(count):
+        signature = tuple(rng.choice(VALUES, int(rng.integers(m, m + 2)), replace=False))
+        counts = {str(v): int(rng.integers(0, 4)) for v in signature}
+        counts[signature[0]] = max(counts[signature[0]], 1)
+        out.append(BucketCounts(signature, counts))
+    return out
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10**6), m=st.integers(2, 3), count=st.integers(1, 6),
+       eligibility=st.sampled_from(["counterfeit", "delete", "hybrid"]))
+def test_bucket_step_never_worse_than_the_greedy(seed: int, m: int, count: int,
+                                                 eligibility: str) -> None:
+    rng = np.random.default_rng(seed)
+    buckets = _buckets(rng, count, m)
+    new = {v: int(rng.integers(0, 6)) for v in VALUES}
+    try:
+        result = bucket_step(buckets, new, m, eligibility=eligibility,  # type: ignore[arg-type]
+                             allow_new_values=True, new_values=VALUES, time_limit=10.0)
+    except InputError:
+        return
+    assert result.status in ("OPTIMAL", "FEASIBLE", "HEURISTIC")
+    assert bucket_assignment_problems(buckets, new, m, result, eligibility != "counterfeit",
+                                      True, VALUES) == []
+    if result.certificate.heuristic_objective is not None:
+        assert result.objective <= result.certificate.heuristic_objective + 1e-9
+    assert result.certificate.bound is not None
+    assert result.certificate.bound <= result.objective + 1e-9
+    assert set(result.certificate.times) == {"heuristic", "model"}
+
+
+def test_bucket_step_modes_and_tiny_time_limit() -> None:
+    rng = np.random.default_rng(4)
+    buckets = _buckets(rng, 300, 2)
+    new = {v: 400 for v in VALUES}
+    heuristic = bucket_step(buckets, new, 2, mode="heuristic")
+    assert heuristic.status == "HEURISTIC" and heuristic.bound is None
+    assert "model" not in heuristic.certificate.times
+    quick = bucket_step(buckets, new, 2, mode="exact", time_limit=0.01)
+    assert quick.status == "HEURISTIC"
+    assert bucket_assignment_problems(buckets, new, 2, quick) == []
+    exact = bucket_step(buckets, new, 2, mode="auto", time_limit=10.0)
+    assert exact.status == "OPTIMAL"
+    assert exact.objective <= heuristic.objective
+    assert exact.certificate.gap == 0.0
+    with pytest.raises(ParameterError):
+        bucket_step(buckets, new, 2, mode="fast")  # type: ignore[arg-type]
+
+
+def test_bucket_step_refuses_an_unpublishable_leftover() -> None:
+    buckets = [BucketCounts(("a", "b"), {"a": 1, "b": 1})]
+    with pytest.raises(InputError):
+        bucket_step(buckets, {"c": 3}, 2)  # one leftover value, no deferrals, no new values
+
+
+def _bucket_rows(rng: np.random.Generator, s: int, k: int, fake_rate: float = 0.1
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    points = rng.random((s * k, 3))
+    points[rng.random(s * k) < fake_rate] = np.nan
+    return points, np.repeat(VALUES[:s], k)
+
+
+def test_group_step_exact_heuristic_and_tiny_time_limit() -> None:
+    rng = np.random.default_rng(8)
+    points, values = _bucket_rows(rng, 3, 12)
+    fake = np.isnan(points[:, 0])
+    exact = group_step(points, values, time_limit=10.0)
+    assert exact.status == "OPTIMAL"
+    assert exact.objective <= exact.certificate.heuristic_objective + 1e-9  # type: ignore[operator]
+    quick = group_step(points, values, time_limit=0.01)
+    assert quick.status == "HEURISTIC"
+    assert grouping_problems(values, fake, quick.groups, 3, VALUES[:3]) == []
+    pairs_points, pairs_values = _bucket_rows(rng, 2, 1500, 0.0)
+    pairs = group_step(pairs_points, pairs_values, time_limit=0.01)
+    assert pairs.status == "HEURISTIC" and pairs.method == "perimeter split"
+    solved = group_step(pairs_points[:400], np.repeat(VALUES[:2], 200), time_limit=10.0)
+    assert solved.status == "OPTIMAL"
+
+
+def test_split_step_over_many_buckets() -> None:
+    rng = np.random.default_rng(2)
+    parts = [_bucket_rows(rng, s, k) for s, k in [(2, 30), (3, 5), (3, 1), (4, 3)]]
+    points = np.vstack([p for p, _ in parts])
+    values = np.concatenate([v for _, v in parts])
+    buckets = np.repeat(np.arange(4), [len(v) for _, v in parts])
+    fake = np.isnan(points[:, 0])
+    heuristic, h_cert = split_step(points, values, buckets, mode="heuristic")
+    exact, cert = split_step(points, values, buckets, mode="exact", time_limit=20.0)
+    for groups in (heuristic, exact):
+        for b in range(4):
+            rows = buckets == b
+            signature = sorted(set(values[rows].tolist()))
+            assert grouping_problems(values[rows], fake[rows], groups[rows], len(signature),
+                                     signature) == []
+        # No group spans two buckets.
+        assert all(len(set(buckets[groups == g].tolist())) == 1 for g in np.unique(groups))
+    assert cert.status == "OPTIMAL"
+    assert cert.objective == pytest.approx(
+        grouping_objective(np.nan_to_num(points), fake, exact, "perimeter"))
+    assert cert.objective <= h_cert.objective + 1e-9
+    assert h_cert.status == "HEURISTIC"
+
+
+def test_partition_step_small_exact_large_heuristic() -> None:
+    rng = np.random.default_rng(3)
+    values = np.array([VALUES[i % 4] for i in range(20)])
+    points = rng.random((20, 2))
+    small = partition_step(points, values, 2, time_limit=10.0)
+    assert small.status == "OPTIMAL"
+    assert grouping_problems(values, np.zeros(20, bool), small.groups, 2) == []
+    assert small.objective <= small.certificate.heuristic_objective + 1e-9  # type: ignore[operator]
+    big_values = np.array([VALUES[i % 5] for i in range(3000)])
+    big = partition_step(rng.random((3000, 2)), big_values, 3, time_limit=0.01)
+    assert big.status == "HEURISTIC"
+    assert grouping_problems(big_values, np.zeros(3000, bool), big.groups, 3) == []
+
+
+def test_repair_moves_a_real_row_into_a_counterfeit_only_group() -> None:
+    values = np.array(["a", "a", "b", "b"])
+    fake = np.array([False, True, False, True])
+    groups = np.array([0, 1, 0, 1])  # group 1 holds both counterfeits
+    fixed = repair_groups(values, fake, groups)
+    assert grouping_problems(values, fake, fixed, 2, ["a", "b"]) == []
+
+
+def test_release_pipeline_with_exact_steps_is_verified_and_no_worse() -> None:
+    from republish.datasets import dynamic_series, synthetic_census
+    from republish.solver.m_invariance import publish_m_invariant
+
+    table, schema = synthetic_census(1500, seed=3)
+    first, second = dynamic_series(table, initial=600, r=150, releases=2, seed=4)
+    state = publish_m_invariant(first, schema, 3, rng=np.random.default_rng(0)).state
+    greedy = publish_m_invariant(second, schema, 3, previous=state,
+                                 rng=np.random.default_rng(1), eligibility="hybrid")
+    exact = publish_m_invariant(second, schema, 3, previous=state,
+                                rng=np.random.default_rng(1), eligibility="hybrid",
+                                mode="auto", time_limit=5.0)
+    assert exact.report.ok and greedy.report.ok
+    assert exact.certificate.status in ("OPTIMAL", "FEASIBLE", "HEURISTIC")
+    assert exact.counterfeits + exact.deferred <= greedy.counterfeits + greedy.deferred
+    if exact.certificate.status == "OPTIMAL":
+        assert exact.certificate.bound == exact.counterfeits + exact.deferred
