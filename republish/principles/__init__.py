@@ -9,6 +9,10 @@ every violation (group, reason naming the values, rows involved), never just yes
 * :func:`check_counterfeits`, :func:`check_hygiene`: consistency of a release's
   counterfeits and what its layout reveals;
 * :func:`verify_release`: all release checks, run before a release is written.
+
+The release verifiers first detect violations on integer codes
+(:mod:`republish.principles.vectorized`) and build their messages row by row only when
+something is found; ``vectorized=False`` runs the row-by-row code alone (same report).
 """
 
 from republish.principles.counterfeits import check_counterfeits

@@ -25,15 +25,14 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from republish.errors import RepublishError, format_rows
-from republish.generalization import group_boxes, parse_cell, render_boxes, render_cell
+from republish.errors import format_rows
+from republish.generalization import group_boxes, render_boxes
+from republish.principles.counterfeit_detection import counterfeit_groups, uncovered_cells
 from republish.principles.k_anonymity import group_label
 from republish.principles.report import VerificationReport, Violation
-from republish.principles.vectorized import ReleaseArrays, counts_in, integer_column
+from republish.principles.vectorized import ReleaseArrays
 from republish.release import COUNT, GROUP, Release
-from republish.schema import QIAttribute
 from republish.tables import encode_qis
 
 __all__ = ["check_counterfeits", "counterfeit_groups", "counterfeit_violations"]
@@ -192,7 +191,7 @@ def _box_violations(release: Release, real_ids: dict[Any, list[str]]) -> list[Vi
                 reason += f"; rows {format_rows(bad)} differ from {_cells_text(names, want)}"
             violations.append(Violation(group_label(group), reason, tuple(positions)))
         elif want is not None and distinct[0] != want:
-            uncovered = _uncovered_cells(release, distinct[0], real_box[group])
+            uncovered = uncovered_cells(release, distinct[0], real_box[group])
             if uncovered:
                 violations.append(
                     Violation(
@@ -205,25 +204,6 @@ def _box_violations(release: Release, real_ids: dict[Any, list[str]]) -> list[Vi
                     )
                 )
     return violations
-
-
-def _uncovered_cells(
-    release: Release, cells: tuple[str, ...], box: tuple[np.ndarray, np.ndarray]
-) -> list[str]:
-    """Descriptions of the published cells whose range misses some real row's value."""
-    schema = release.schema
-    low, high = box
-    problems = []
-    for j, (qi, cell) in enumerate(zip(schema.qis, cells, strict=True)):
-        tight = render_cell(qi, low[j], high[j], release.model)
-        try:
-            cell_low, cell_high = parse_cell(qi, cell)
-        except RepublishError:
-            problems.append(f"{qi.name}: published {cell!r} is not a cell of this QI")
-            continue
-        if cell_low > low[j] or cell_high < high[j]:
-            problems.append(f"{qi.name}: published {cell!r}, real rows need {tight!r}")
-    return problems
 
 
 def _sensitive_violations(release: Release) -> list[Violation]:
@@ -259,136 +239,6 @@ def _sensitive_violations(release: Release) -> list[Violation]:
                     )
                 )
     return violations
-
-
-def _count_groups(arrays: ReleaseArrays) -> set[Any] | None:
-    """Groups :func:`_count_violations` reports; None when ``R(j)`` is not integer."""
-    frame = arrays.release.counterfeits
-    listed_groups = np.zeros(0, dtype=np.int64)
-    listed_counts = np.zeros(0, dtype=np.int64)
-    if len(frame):
-        found_groups, found_counts = integer_column(frame, GROUP), integer_column(frame, COUNT)
-        if found_groups is None or found_counts is None:
-            return None
-        listed_groups, listed_counts = found_groups, found_counts
-    labels = arrays.labels
-    published, real = arrays.group_sizes()
-    bad = (published > 0) != (real > 0)
-    position = np.searchsorted(labels, listed_groups)
-    inside = position < len(labels)
-    inside[inside] = labels[position[inside]] == listed_groups[inside]
-    # listed, neither published nor holding real rows: "absent from T*(j)"
-    flagged = set(listed_groups[~inside].tolist())
-    position = position[inside]
-    bad |= np.bincount(position, minlength=len(labels)) > 1
-    listed = np.zeros(len(labels), dtype=bool)
-    listed[position] = True
-    count = np.zeros(len(labels), dtype=np.int64)
-    count[position] = listed_counts[inside]
-    bad |= listed & ((count <= 0) | (published == 0))
-    expected = published - real
-    bad |= (published > 0) & (
-        (expected < 0) | ((expected > 0) & ~listed) | (listed & (count > 0) & (count != expected))
-    )
-    return flagged | set(arrays.label_list(np.flatnonzero(bad)))
-
-
-def _parsed_cells(qi: QIAttribute, texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Code range of each distinct cell text; (inf, -inf), covering nothing, when unparsable."""
-    low = np.full(len(texts), np.inf)
-    high = np.full(len(texts), -np.inf)
-    for index, text in enumerate(texts.tolist()):
-        try:
-            low[index], high[index] = parse_cell(qi, text)
-        except Exception:  # noqa: BLE001 - the detailed check re-parses and decides
-            continue
-    return low, high
-
-
-def _box_groups(arrays: ReleaseArrays) -> set[Any] | None:
-    """Groups :func:`_box_violations` reports (None: table-wide); None if QIs are missing.
-
-    Published cells are parsed once per distinct text and compared with the real rows'
-    box; only a group whose cells miss part of it is rendered and checked in detail.
-    """
-    release = arrays.release
-    schema = release.schema
-    published = release.published
-    if any(name not in published.columns for name in schema.qi_names):
-        return None
-    groups = len(arrays.labels)
-    published_group = arrays.published_group
-    if not len(published_group):
-        assignment_codes = encode_qis(release.assignment, schema)
-        return {None} if np.isnan(assignment_codes).any() else set()
-    present = np.bincount(published_group, minlength=groups) > 0
-    # any one row of each group stands for it: the others must carry the same cells
-    representative = np.zeros(groups, dtype=np.int64)
-    representative[published_group] = np.arange(len(published_group))
-    mixed = np.zeros(groups, dtype=bool)
-    shown: list[np.ndarray] = []
-    cell_codes: list[np.ndarray] = []
-    cell_texts: list[np.ndarray] = []
-    for name in schema.qi_names:
-        text = published[name].astype(str).to_numpy(dtype=object)
-        codes, uniques = pd.factorize(text, use_na_sentinel=False)
-        codes = np.asarray(codes, dtype=np.int64)
-        cell = codes[representative]
-        differs = codes != cell[published_group]
-        mixed |= np.bincount(published_group[differs], minlength=groups) > 0
-        shown.append(text[representative])
-        cell_codes.append(cell)
-        cell_texts.append(np.asarray(uniques, dtype=object))
-    flagged: set[Any] = set(arrays.label_list(np.flatnonzero(mixed)))
-    assignment = release.assignment
-    if not len(assignment):
-        return flagged
-    codes = encode_qis(assignment, schema)
-    unknown = np.isnan(codes).any(axis=1)
-    if unknown.any():
-        flagged.add(None)
-    known = ~unknown
-    if not known.any():
-        return flagged
-    # the real rows' box of each group, as group_boxes computes it
-    low = np.full((groups, codes.shape[1]), np.inf)
-    high = np.full((groups, codes.shape[1]), -np.inf)
-    np.minimum.at(low, arrays.assignment_group[known], codes[known])
-    np.maximum.at(high, arrays.assignment_group[known], codes[known])
-    held = np.bincount(arrays.assignment_group[known], minlength=groups) > 0
-    boxes = np.flatnonzero(held & present & ~mixed)
-    uncovered = np.zeros(len(boxes), dtype=bool)
-    for j, qi in enumerate(schema.qis):
-        cell_low, cell_high = _parsed_cells(qi, cell_texts[j])
-        cell = cell_codes[j][boxes]
-        uncovered |= (cell_low[cell] > low[boxes, j]) | (cell_high[cell] < high[boxes, j])
-    for group in boxes[uncovered].tolist():
-        cells = tuple(str(column[group]) for column in shown)
-        want = tuple(
-            render_cell(qi, low[group, j], high[group, j], release.model)
-            for j, qi in enumerate(schema.qis)
-        )
-        if cells != want and _uncovered_cells(release, cells, (low[group], high[group])):
-            flagged.add(arrays.labels[group].item())
-    return flagged
-
-
-def _sensitive_groups(arrays: ReleaseArrays) -> set[Any]:
-    """Groups :func:`_sensitive_violations` reports."""
-    published_keys, real_keys = arrays.cell_keys()
-    shown_keys, shown_counts = np.unique(published_keys, return_counts=True)
-    held_keys, held_counts = np.unique(real_keys, return_counts=True)
-    short = held_counts > counts_in(held_keys, shown_keys, shown_counts)
-    groups, _ = arrays.split_cell_keys(held_keys[short])
-    published, _ = arrays.group_sizes()
-    return set(arrays.label_list(np.unique(groups[published[groups] > 0])))
-
-
-def counterfeit_groups(arrays: ReleaseArrays) -> tuple[set[Any] | None, ...]:
-    """Groups reported by rules 1-2, 3 and 4 (None: detection impossible, run the rule)."""
-    if not arrays.vectorizable:
-        return None, None, None
-    return _count_groups(arrays), _box_groups(arrays), _sensitive_groups(arrays)
 
 
 def counterfeit_violations(

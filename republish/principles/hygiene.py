@@ -32,15 +32,18 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from republish.errors import ParameterError, format_rows
 from republish.principles.report import VerificationReport, Violation
+from republish.principles.vectorized import ReleaseArrays, counts_in
 from republish.release import GROUP, Release
 
-__all__ = ["DEFAULT_ALPHA", "check_hygiene", "counterfeit_excess"]
+__all__ = ["DEFAULT_ALPHA", "check_hygiene", "counterfeit_excess", "hygiene_violations"]
 
 #: Probability (under a random row order) at or below which a layout pattern is flagged.
 DEFAULT_ALPHA = 1e-6
@@ -76,7 +79,39 @@ def counterfeit_excess(release: Release) -> tuple[Cells, Cells]:
     return published, excess
 
 
-def _column_violations(release: Release) -> list[Violation]:
+def _vectorized_excess(arrays: ReleaseArrays) -> tuple[Cells, Cells]:
+    """:func:`counterfeit_excess` restricted to the cells with an excess.
+
+    The layout checks read ``p`` only where ``e > 0``; the cells keep the order of their
+    first published row, as in :func:`counterfeit_excess`, so sums run in the same order.
+    """
+    published_keys, real_keys = arrays.cell_keys()
+    keys, counts = np.unique(published_keys, return_counts=True)
+    real_keys, real_counts = np.unique(real_keys, return_counts=True)
+    extra = counts - counts_in(keys, real_keys, real_counts)
+    chosen = np.flatnonzero(extra > 0)
+    if len(chosen):
+        rows = np.flatnonzero(np.isin(published_keys, keys[chosen]))
+        _, first = np.unique(published_keys[rows], return_index=True)
+        chosen = chosen[np.argsort(rows[first], kind="stable")]
+    groups, values = arrays.split_cell_keys(keys[chosen])
+    cells = list(
+        zip(arrays.label_list(groups), arrays.values[values].tolist(), strict=True)
+    )
+    published = Counter(dict(zip(cells, counts[chosen].tolist(), strict=True)))
+    excess = Counter(dict(zip(cells, extra[chosen].tolist(), strict=True)))
+    return published, excess
+
+
+def _holds_all(column: pd.Series, identifiers: np.ndarray) -> bool:
+    """Whether ``column`` (as text) holds every one of the distinct ``identifiers``."""
+    values = column.astype(str).to_numpy(dtype=object)
+    if len(identifiers) > len(values) or not (values == identifiers[0]).any():
+        return False
+    return bool(pd.Index(identifiers).isin(values).all())
+
+
+def _column_violations(release: Release, arrays: ReleaseArrays | None = None) -> list[Violation]:
     schema = release.schema
     columns = [str(c) for c in release.published.columns]
     expected = schema.published_columns
@@ -111,12 +146,22 @@ def _column_violations(release: Release) -> list[Violation]:
         violations.append(
             Violation(group=None, reason=f"columns are in the order {columns}, expected {expected}")
         )
-    identifiers = set(release.assignment[schema.identifier].astype(str))
-    if len(identifiers) >= 2:
+    if arrays is not None and arrays.vectorizable:
+        distinct = arrays.distinct_identifiers()
+
+        def holds_all(column: str) -> bool:
+            return _holds_all(release.published[column], distinct)
+    else:
+        identifiers = set(release.assignment[schema.identifier].astype(str))
+        distinct = np.asarray(list(identifiers), dtype=object)
+
+        def holds_all(column: str) -> bool:
+            return identifiers <= set(release.published[column].astype(str))
+    if len(distinct) >= 2:
         for column in columns:
             if column in (GROUP, schema.identifier):
                 continue
-            if identifiers <= set(release.published[column].astype(str)):
+            if holds_all(column):
                 violations.append(
                     Violation(
                         group=None,
@@ -127,6 +172,33 @@ def _column_violations(release: Release) -> list[Violation]:
                     )
                 )
     return violations
+
+
+#: Rows per group, and the position of each group's first and last row.
+GroupEdges = tuple[Mapping[Any, int], Mapping[Any, int], Mapping[Any, int]]
+
+
+def _group_edges(groups: list[Any]) -> GroupEdges:
+    first: dict[Any, int] = {}
+    last: dict[Any, int] = {}
+    for position, group in enumerate(groups):
+        first.setdefault(group, position)
+        last[group] = position
+    return Counter(groups), first, last
+
+
+def _vectorized_edges(arrays: ReleaseArrays) -> GroupEdges:
+    """:func:`_group_edges` of ``T*(j)`` from the group codes."""
+    codes = arrays.published_group
+    present, first = np.unique(codes, return_index=True)
+    _, from_end = np.unique(codes[::-1], return_index=True)
+    sizes = np.bincount(codes, minlength=len(arrays.labels))[present]
+    labels = arrays.label_list(present)
+    return (
+        dict(zip(labels, sizes.tolist(), strict=True)),
+        dict(zip(labels, first.tolist(), strict=True)),
+        dict(zip(labels, (len(codes) - 1 - from_end).tolist(), strict=True)),
+    )
 
 
 def _block_violation(
@@ -170,19 +242,18 @@ def _per_group_violation(
     excess: Counter[tuple[Any, str]],
     last: bool,
     log_alpha: float,
+    edges: GroupEdges | None = None,
 ) -> Violation | None:
     """Every group with counterfeits has one as its last (or first) row."""
-    sizes = Counter(groups)
     compatible: Counter[Any] = Counter()
     for (group, value), count in excess.items():
         if count > 0:
             compatible[group] += published[(group, value)]
     if len(compatible) < 3:
         return None
-    edge: dict[Any, int] = {}
-    order = range(len(groups) - 1, -1, -1) if last else range(len(groups))
-    for position in order:
-        edge.setdefault(groups[position], position)
+    if edges is None:
+        edges = _group_edges(groups)
+    sizes, edge = edges[0], edges[2 if last else 1]
     if any(excess[(g, sensitive[edge[g]])] == 0 for g in compatible):
         return None
     log_probability = sum(math.log(compatible[g] / sizes[g]) for g in compatible)
@@ -244,7 +315,40 @@ def _sorted_violation(
     )
 
 
-def check_hygiene(release: Release, alpha: float = DEFAULT_ALPHA) -> VerificationReport:
+def hygiene_violations(
+    release: Release, alpha: float = DEFAULT_ALPHA, arrays: ReleaseArrays | None = None
+) -> list[Violation]:
+    """The violations of :func:`check_hygiene`; counted on ``arrays`` when given."""
+    if not 0.0 < float(alpha) < 1.0:
+        raise ParameterError(f"alpha must lie strictly between 0 and 1, got {alpha!r}.")
+    violations = _column_violations(release, arrays)
+    columns = release.published.columns
+    if GROUP in columns and release.schema.sensitive in columns:
+        edges: GroupEdges | None = None
+        if arrays is not None and arrays.vectorizable:
+            published, excess = _vectorized_excess(arrays)
+            if not excess:  # no counterfeit, so no layout can reveal one
+                return violations
+            edges = _vectorized_edges(arrays)
+        else:
+            published, excess = counterfeit_excess(release)
+        groups = release.published[GROUP].tolist()
+        sensitive = release.published[release.schema.sensitive].astype(str).tolist()
+        log_alpha = math.log(float(alpha))
+        candidates = [
+            _block_violation(sensitive, groups, published, excess, True, log_alpha),
+            _block_violation(sensitive, groups, published, excess, False, log_alpha),
+            _per_group_violation(sensitive, groups, published, excess, True, log_alpha, edges),
+            _per_group_violation(sensitive, groups, published, excess, False, log_alpha, edges),
+            _sorted_violation(sensitive, groups, published, excess, log_alpha),
+        ]
+        violations.extend(v for v in candidates if v is not None)
+    return violations
+
+
+def check_hygiene(
+    release: Release, alpha: float = DEFAULT_ALPHA, vectorized: bool = True
+) -> VerificationReport:
     """Verify the hygiene rules of the module docstring on ``release``.
 
     Parameters
@@ -254,6 +358,9 @@ def check_hygiene(release: Release, alpha: float = DEFAULT_ALPHA) -> Verificatio
     alpha:
         Layout patterns are flagged only when their probability under a uniformly random
         row order is at most ``alpha`` (``0 < alpha < 1``).
+    vectorized:
+        Count cells and identifiers with numpy (``False``: the row-by-row reference
+        code; the report is the same).
 
     Returns
     -------
@@ -263,20 +370,5 @@ def check_hygiene(release: Release, alpha: float = DEFAULT_ALPHA) -> Verificatio
     """
     if not 0.0 < float(alpha) < 1.0:
         raise ParameterError(f"alpha must lie strictly between 0 and 1, got {alpha!r}.")
-    violations = _column_violations(release)
-    columns = release.published.columns
-    if GROUP in columns and release.schema.sensitive in columns:
-        published, excess = counterfeit_excess(release)
-        groups = release.published[GROUP].tolist()
-        sensitive = release.published[release.schema.sensitive].astype(str).tolist()
-        log_alpha = math.log(float(alpha))
-        candidates = [
-            _block_violation(sensitive, groups, published, excess, True, log_alpha),
-            _block_violation(sensitive, groups, published, excess, False, log_alpha),
-            _per_group_violation(sensitive, groups, published, excess, True, log_alpha),
-            _per_group_violation(sensitive, groups, published, excess, False, log_alpha),
-            _sorted_violation(sensitive, groups, published, excess, log_alpha),
-        ]
-        violations.extend(v for v in candidates if v is not None)
-    return VerificationReport("hygiene", tuple(violations))
-
+    arrays = ReleaseArrays(release) if vectorized else None
+    return VerificationReport("hygiene", tuple(hygiene_violations(release, alpha, arrays)))

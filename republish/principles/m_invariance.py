@@ -28,11 +28,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from republish.errors import ParameterError, format_rows
 from republish.principles.k_anonymity import group_label, require_positive_int
 from republish.principles.report import VerificationReport, Violation
+from republish.principles.vectorized import LastPublication, ReleaseArrays, SignatureTable
 from republish.release import GROUP, Release
 
 __all__ = [
@@ -42,7 +44,11 @@ __all__ = [
     "check_m_uniqueness",
     "format_signature",
     "hosting_signatures",
+    "pair_violations",
     "published_signatures",
+    "require_same_columns",
+    "uniqueness_groups",
+    "uniqueness_violations",
 ]
 
 
@@ -162,15 +168,37 @@ def _uniqueness_violations(release: Release, m: int, prefix: str = "") -> list[V
     return violations
 
 
-def check_m_uniqueness(release: Release, m: int) -> VerificationReport:
+def uniqueness_groups(arrays: ReleaseArrays, m: int) -> set[Any]:
+    """Groups :func:`_uniqueness_violations` reports, found on integer codes."""
+    published, _ = arrays.group_sizes()
+    bad = (published > 0) & (published < m)
+    keys, counts = np.unique(arrays.cell_keys()[0], return_counts=True)
+    groups, _ = arrays.split_cell_keys(keys[counts > 1])
+    bad[groups] = True
+    return set(arrays.label_list(np.flatnonzero(bad)))
+
+
+def uniqueness_violations(
+    release: Release, m: int, prefix: str = "", arrays: ReleaseArrays | None = None
+) -> list[Violation]:
+    """m-uniqueness violations of ``release``; detected on ``arrays`` when given."""
+    if arrays is not None and arrays.vectorizable and not uniqueness_groups(arrays, m):
+        return []
+    return _uniqueness_violations(release, m, prefix)
+
+
+def check_m_uniqueness(release: Release, m: int, vectorized: bool = True) -> VerificationReport:
     """Verify Definition 17's m-uniqueness of ``T*(j)``.
 
     Every published group needs at least ``m`` rows and pairwise different sensitive
     values; counterfeits are published rows and count. ``rows`` of a violation are the
-    identifiers of the real rows involved.
+    identifiers of the real rows involved. ``vectorized=False`` skips the vectorized
+    detection (:mod:`republish.principles.vectorized`) and runs the row-by-row code
+    alone; the report is the same.
     """
     m = require_positive_int("m", m)
-    return VerificationReport("m-uniqueness", tuple(_uniqueness_violations(release, m)))
+    arrays = ReleaseArrays(release) if vectorized else None
+    return VerificationReport("m-uniqueness", tuple(uniqueness_violations(release, m, "", arrays)))
 
 
 def _signature_violations(
@@ -211,7 +239,8 @@ def _signature_violations(
     return violations
 
 
-def _require_same_columns(releases: Sequence[Release]) -> None:
+def require_same_columns(releases: Sequence[Release]) -> None:
+    """Refuse releases naming different identifier/sensitive columns."""
     first = releases[0].schema
     for release in releases[1:]:
         if (release.schema.identifier, release.schema.sensitive) != (
@@ -226,17 +255,71 @@ def _require_same_columns(releases: Sequence[Release]) -> None:
             )
 
 
-def check_m_invariance_pair(previous: Release, current: Release, m: int) -> VerificationReport:
-    """Verify release ``current`` against ``previous`` by Lemma 4.
+def _changed_signatures(
+    release: Release,
+    arrays: ReleaseArrays,
+    table: SignatureTable,
+    last: LastPublication,
+    position: int,
+    across_gaps: bool,
+    prefix: str = "",
+) -> list[Violation]:
+    """Vectorized :func:`_signature_violations` against ``last``, then record ``release``.
 
-    ``current`` must be m-unique, and every identifier present in both assignments must
-    have the same signature in both releases. Assuming the sequence up to ``previous`` is
-    m-invariant, this is equivalent to the extended sequence being m-invariant. A
-    violation names the group in ``current``, the identifiers (``rows``) and both
-    signatures.
+    Only rows whose signature changed reach the detailed code, in assignment order (the
+    order :func:`hosting_signatures` gives), so its report is unchanged.
     """
-    m = require_positive_int("m", m)
-    _require_same_columns([previous, current])
+    signatures = table.row_signatures(arrays)
+    where = last.lookup(arrays)
+    groups = arrays.labels[arrays.assignment_group]
+    violations: list[Violation] = []
+    if len(last.identifiers):
+        compare = where >= 0
+        if not across_gaps:
+            compare &= last.position[where] == position - 1
+        changed = np.flatnonzero(compare & (last.signature[where] != signatures))
+        if len(changed):
+            idents = arrays.identifiers[changed].tolist()
+            now = {
+                ident: (group, table.signature(signature))
+                for ident, group, signature in zip(
+                    idents, groups[changed].tolist(), signatures[changed].tolist(), strict=True
+                )
+            }
+            before = {
+                ident: (number, group, table.signature(signature))
+                for ident, number, group, signature in zip(
+                    idents,
+                    last.number[where[changed]].tolist(),
+                    last.group[where[changed]].tolist(),
+                    last.signature[where[changed]].tolist(),
+                    strict=True,
+                )
+            }
+            violations = _signature_violations(release, now, idents, before, prefix)
+    last.record(where, arrays, release.number, groups, signatures, position)
+    return violations
+
+
+def _vectorizable(arrays: ReleaseArrays | None) -> bool:
+    return arrays is not None and arrays.vectorizable and arrays.unique_identifiers
+
+
+def pair_violations(
+    previous: Release,
+    current: Release,
+    m: int,
+    previous_arrays: ReleaseArrays | None = None,
+    current_arrays: ReleaseArrays | None = None,
+) -> list[Violation]:
+    """Lemma 4's violations of ``current`` after ``previous`` (vectorized with arrays)."""
+    if _vectorizable(previous_arrays) and _vectorizable(current_arrays):
+        assert previous_arrays is not None and current_arrays is not None
+        violations = uniqueness_violations(current, m, "", current_arrays)
+        table, last = SignatureTable(), LastPublication()
+        _changed_signatures(previous, previous_arrays, table, last, 0, True)
+        violations.extend(_changed_signatures(current, current_arrays, table, last, 1, True))
+        return violations
     violations = _uniqueness_violations(current, m)
     before = {
         ident: (previous.number, group, signature)
@@ -245,11 +328,48 @@ def check_m_invariance_pair(previous: Release, current: Release, m: int) -> Veri
     now = hosting_signatures(current)
     common = [ident for ident in now if ident in before]
     violations.extend(_signature_violations(current, now, common, before))
-    return VerificationReport("m-invariance", tuple(violations))
+    return violations
+
+
+def check_m_invariance_pair(
+    previous: Release, current: Release, m: int, vectorized: bool = True
+) -> VerificationReport:
+    """Verify release ``current`` against ``previous`` by Lemma 4.
+
+    ``current`` must be m-unique, and every identifier present in both assignments must
+    have the same signature in both releases. Assuming the sequence up to ``previous`` is
+    m-invariant, this is equivalent to the extended sequence being m-invariant. A
+    violation names the group in ``current``, the identifiers (``rows``) and both
+    signatures. ``vectorized=False`` runs the row-by-row code alone (same report).
+    """
+    m = require_positive_int("m", m)
+    require_same_columns([previous, current])
+    arrays = (ReleaseArrays(previous), ReleaseArrays(current)) if vectorized else (None, None)
+    return VerificationReport(
+        "m-invariance", tuple(pair_violations(previous, current, m, *arrays))
+    )
+
+
+def _sequence_violations(
+    releases: Sequence[Release], m: int, across_gaps: bool
+) -> list[Violation] | None:
+    """The violations of the sequence, vectorized; None if a release cannot be."""
+    violations: list[Violation] = []
+    table, last = SignatureTable(), LastPublication()
+    for position, release in enumerate(releases):
+        arrays = ReleaseArrays(release)
+        if not _vectorizable(arrays):
+            return None
+        prefix = f"release {release.number}: "
+        violations.extend(uniqueness_violations(release, m, prefix, arrays))
+        violations.extend(
+            _changed_signatures(release, arrays, table, last, position, across_gaps, prefix)
+        )
+    return violations
 
 
 def check_m_invariance_sequence(
-    releases: Sequence[Release], m: int, across_gaps: bool = True
+    releases: Sequence[Release], m: int, across_gaps: bool = True, vectorized: bool = True
 ) -> VerificationReport:
     """Verify Definition 17 over a whole sequence of releases (in publication order).
 
@@ -258,12 +378,16 @@ def check_m_invariance_sequence(
     re-insertion rule) a row published again after an absence must also take back the
     signature it had when last published. Each violation's reason starts with
     ``release N:``, ``N`` the number of the release where the violation appears.
+    ``vectorized=False`` runs the row-by-row code alone (same report).
     """
     m = require_positive_int("m", m)
     releases = list(releases)
     if not releases:
         return VerificationReport("m-invariance", ())
-    _require_same_columns(releases)
+    require_same_columns(releases)
+    fast = _sequence_violations(releases, m, across_gaps) if vectorized else None
+    if fast is not None:
+        return VerificationReport("m-invariance", tuple(fast))
     violations: list[Violation] = []
     # identifier -> (release number, group, signature) of its last publication, and the
     # position in ``releases`` of that publication

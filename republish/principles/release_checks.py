@@ -14,10 +14,16 @@ A release is written only when :func:`verify_release` accepts it (design notes,
 
 from __future__ import annotations
 
-from republish.principles.counterfeits import check_counterfeits
-from republish.principles.hygiene import DEFAULT_ALPHA, check_hygiene
-from republish.principles.m_invariance import check_m_invariance_pair, check_m_uniqueness
+from republish.principles.counterfeits import counterfeit_violations
+from republish.principles.hygiene import DEFAULT_ALPHA, hygiene_violations
+from republish.principles.k_anonymity import require_positive_int
+from republish.principles.m_invariance import (
+    pair_violations,
+    require_same_columns,
+    uniqueness_violations,
+)
 from republish.principles.report import VerificationReport, Violation
+from republish.principles.vectorized import ReleaseArrays
 from republish.release import Release
 
 __all__ = ["verify_release"]
@@ -28,6 +34,7 @@ def verify_release(
     m: int,
     previous: Release | None = None,
     alpha: float = DEFAULT_ALPHA,
+    vectorized: bool = True,
 ) -> VerificationReport:
     """Verify ``release`` (against ``previous`` when given) with every part above.
 
@@ -36,18 +43,26 @@ def verify_release(
     VerificationReport
         Principle ``release <n>``; each violation's reason starts with the name of the
         part that found it (``m-uniqueness:``, ``m-invariance:``, ``counterfeits:``,
-        ``hygiene:``).
+        ``hygiene:``). ``vectorized=False`` skips the vectorized detection
+        (:mod:`republish.principles.vectorized`) and runs the row-by-row code alone; the
+        report is the same.
     """
+    m = require_positive_int("m", m)
+    arrays = ReleaseArrays(release) if vectorized else None
+    if previous is None:
+        first = ("m-uniqueness", uniqueness_violations(release, m, "", arrays))
+    else:
+        require_same_columns([previous, release])
+        before = ReleaseArrays(previous) if vectorized else None
+        first = ("m-invariance", pair_violations(previous, release, m, before, arrays))
     parts = [
-        check_m_uniqueness(release, m)
-        if previous is None
-        else check_m_invariance_pair(previous, release, m),
-        check_counterfeits(release),
-        check_hygiene(release, alpha=alpha),
+        first,
+        ("counterfeits", counterfeit_violations(release, arrays)),
+        ("hygiene", hygiene_violations(release, alpha, arrays)),
     ]
     violations = tuple(
-        Violation(v.group, f"{part.principle}: {v.reason}", v.rows)
-        for part in parts
-        for v in part.violations
+        Violation(v.group, f"{principle}: {v.reason}", v.rows)
+        for principle, found in parts
+        for v in found
     )
     return VerificationReport(f"release {release.number}", violations)
