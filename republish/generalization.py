@@ -29,7 +29,7 @@ from republish.errors import InputError
 from republish.schema import SUPPRESSED, QIAttribute, Schema
 from republish.tables import encode_qis
 
-Model = Literal["interval", "suppression"]
+Model = Literal["interval", "suppression", "exact"]  # exact: permutation publication
 
 
 @dataclass(frozen=True)

@@ -556,3 +556,72 @@ def kl_divergence(table: pd.DataFrame, published: pd.DataFrame, schema: Schema) 
         f = multiplicity / len(table)
         total += float(np.sum(f * np.log(f / f_star)))
     return total
+
+
+def estimate_from_permuted(
+    published: pd.DataFrame,
+    schema: Schema,
+    workload: QueryWorkload,
+    domain: Domain,
+    *,
+    method: Method = "auto",
+) -> np.ndarray:
+    """Estimated answers ``est`` from a permutation-published ``T*(j)`` (ε-inclusion).
+
+    Every row shows its exact QIs; its sensitive value is a uniform draw from its group's
+    published values (Definition 2 of the ε-inclusion paper), so a row of group ``g``
+    inside the query's QI ranges adds the share of ``g``'s published values inside the
+    sensitive range (the expected answer over the random permutation; substituted values
+    count as published). ``method`` as in :func:`estimate_from_release`.
+    """
+    if len(published) == 0:
+        return np.zeros(workload.count)
+    low, high = _published_boxes(published, schema)
+    if np.any(low != high):
+        raise InputError("estimate_from_permuted needs exact QI cells (one value per cell).")
+    labels, inverse = np.unique(published[GROUP].to_numpy(), return_inverse=True)
+    sizes = np.bincount(inverse, minlength=len(labels)).astype(float)
+    sensitive = _sensitive_codes(published[schema.sensitive], workload)
+    values = len(workload.sensitive_values)
+    known = sensitive >= 0
+    share = np.zeros((len(labels), values))
+    np.add.at(share, (inverse[known], sensitive[known]), 1.0)
+    share /= sizes[:, None]
+    # Rows at one QI point add up: one point-box per distinct point, weights = Σ shares.
+    points, point_of = np.unique(low, axis=0, return_inverse=True)
+    point_of = point_of.reshape(-1)
+    group, value = np.nonzero(share)
+    per_group = np.bincount(group, minlength=len(labels))
+    starts = np.concatenate([[0], np.cumsum(per_group)[:-1]])
+    row_entries = per_group[inverse]
+    rows = np.repeat(np.arange(len(inverse)), row_entries)
+    offsets = np.arange(len(rows)) - np.repeat(np.cumsum(row_entries) - row_entries, row_entries)
+    entry = starts[inverse[rows]] + offsets
+    weights = np.zeros((len(points), values))
+    np.add.at(weights, (point_of[rows], value[entry]), share[group[entry], value[entry]])
+    shape = _grid_shape(workload, domain) if method != "blocks" else None
+    if shape is not None and method == "auto" and not _grid_pays(
+        shape, workload.count * len(points) * len(schema.qis), per_pair=25.0
+    ):
+        shape = None
+    if shape is not None:
+        return _estimate_grid(shape, points, points, weights, workload, domain)
+    if method == "grid":
+        raise ParameterError("method='grid' needs discrete QIs and a domain of at most "
+                             f"{_GRID_CELLS} cells; use method='blocks'.")
+    cumulative = np.zeros((values + 1, len(points)))
+    cumulative[1:] = np.cumsum(weights.T, axis=0)
+    estimates = np.empty(workload.count)
+    block = max(1, _QUERY_BLOCK_CELLS // len(points))
+    for begin in range(0, workload.count, block):
+        end = min(begin + block, workload.count)
+        partial = (
+            cumulative[workload.sensitive_high[begin:end] + 1]
+            - cumulative[workload.sensitive_low[begin:end]]
+        )
+        for j in range(len(schema.qis)):
+            inside = (points[None, :, j] >= workload.low[begin:end, j, None]) & (
+                points[None, :, j] <= workload.high[begin:end, j, None])
+            partial *= inside
+        estimates[begin:end] = partial.sum(axis=1)
+    return estimates

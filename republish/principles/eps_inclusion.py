@@ -100,6 +100,18 @@ class LastSignatures:
                    np.array([position[s] for _, s in mapping.values()], dtype=np.int64),
                    tuple(table))
 
+    @classmethod
+    def from_state(cls, state: Any) -> LastSignatures:
+        """From a :class:`republish.state.PublisherState` (its last release and signature
+        per identifier; duck-typed so that this module does not import the state)."""
+        rows = state.rows
+        return cls(
+            pd.Index(rows.index.astype(str), dtype=object),
+            rows["last_release"].to_numpy(dtype=np.int64),
+            rows["signature"].to_numpy(dtype=np.int64),
+            tuple(state.signatures),
+        )
+
     def updated(self, release: Release) -> LastSignatures:
         """These signatures overridden by the rows of a later ``release``."""
         later = LastSignatures.of_release(release)
