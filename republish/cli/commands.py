@@ -4,3 +4,14 @@ Add one import line per new command module (keep the list sorted).
 """
 
 from __future__ import annotations
+
+from republish.cli import (
+    audit,  # noqa: F401
+    batch,  # noqa: F401
+    check,  # noqa: F401
+    compare,  # noqa: F401
+    demo,  # noqa: F401
+    eligibility,  # noqa: F401
+    ldiv,  # noqa: F401
+    store_commands,  # noqa: F401
+)

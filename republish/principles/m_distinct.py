@@ -24,7 +24,7 @@ group values from the published ``T*(j)``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,7 @@ __all__ = [
     "check_m_distinct_sequence",
     "group_values",
     "verify_m_distinct_release",
+    "verify_m_distinct_store",
 ]
 
 PRINCIPLE = "m-distinct"
@@ -291,3 +292,20 @@ def verify_m_distinct_release(
         for part in parts for v in part.violations
     )
     return VerificationReport(f"release {release.number}", violations)
+
+
+def verify_m_distinct_store(
+    releases: Sequence[Release], m: int, options: Mapping[str, Any]
+) -> VerificationReport:
+    """Every stored release (counterfeits, hygiene) and the whole sequence (Definition 15,
+    §IV-B when the store's ``strict`` option is set), with the store's transition model.
+    Every reason starts with ``release N:``."""
+    model = TransitionModel.from_dict(options["transitions"])
+    strict = bool(options.get("strict", False))
+    violations: list[Violation] = []
+    for release in releases:
+        for part in (check_counterfeits(release), check_hygiene(release)):
+            violations += [Violation(v.group, f"release {release.number}: {part.principle}: "
+                                     f"{v.reason}", v.rows) for v in part.violations]
+    violations += check_m_distinct_sequence(releases, m, model, strict).violations
+    return VerificationReport(PRINCIPLE, tuple(violations))

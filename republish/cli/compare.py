@@ -1,0 +1,111 @@
+"""``republish compare``: heuristic vs exact m-invariant pipelines on one dynamic series.
+
+``--series initial=400,r=50,releases=3`` builds ``T(1), ..., T(releases)`` from DATA
+(m-invariance paper, §5). Writes ``compare.csv`` and ``compare.png`` into ``-o`` and
+prints a table, or with ``--json`` one JSON list with one object per pipeline and
+release (the columns of :data:`republish.solver.compare.COLUMNS`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import pandas as pd
+import typer
+
+from republish.cli.app import app, console, print_json
+from republish.errors import InputError
+from republish.schema import load_schema
+from republish.solver.compare import compare_pipelines, plot_comparison
+from republish.tables import load_table
+
+_SERIES_KEYS = ("initial", "r", "releases")
+_SERIES_FORM = "initial=N,r=N,releases=N (e.g. initial=400,r=50,releases=3)"
+
+
+def parse_series(text: str) -> dict[str, int]:
+    """``initial=400,r=50,releases=3`` -> ``{"initial": 400, "r": 50, "releases": 3}``."""
+    values: dict[str, int] = {}
+    for item in text.split(","):
+        key, sign, number = item.partition("=")
+        key = key.strip()
+        if not sign or key not in _SERIES_KEYS or key in values:
+            raise InputError(f"--series {text!r}: expected {_SERIES_FORM}; "
+                             f"item {item.strip()!r} is unknown, repeated or lacks '='.")
+        try:
+            values[key] = int(number.strip())
+        except ValueError:
+            raise InputError(f"--series {text!r}: {key}={number.strip()!r} is not an integer; "
+                             f"expected {_SERIES_FORM}.") from None
+    missing = [key for key in _SERIES_KEYS if key not in values]
+    if missing:
+        raise InputError(f"--series {text!r}: missing {', '.join(missing)}; expected "
+                         f"{_SERIES_FORM}.")
+    return values
+
+
+def _plain(value: Any) -> Any:
+    """NaN (a missing bound or gap, or an undefined query error) becomes JSON null."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _cell(value: Any, digits: int = 4) -> str:
+    value = _plain(value)
+    if value is None:
+        return "-"
+    return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+
+
+def _render(frame: pd.DataFrame, directory: Path) -> None:
+    from rich.table import Table
+
+    table = Table("pipeline", "release", "counterfeits", "deferred", "mean perimeter",
+                  "query error", "status", "objective", "bound", "gap", "time (s)")
+    for row in frame.itertuples(index=False):
+        table.add_row(
+            str(row.pipeline), str(row.release), str(row.counterfeits), str(row.deferred),
+            _cell(row.mean_perimeter), _cell(row.query_error), str(row.status),
+            _cell(row.objective), _cell(row.bound), _cell(row.gap), _cell(row.wall_time_s, 3),
+        )
+    console.print(table)
+    console.print(f"wrote {directory / 'compare.csv'} and {directory / 'compare.png'}",
+                  markup=False)
+
+
+@app.command("compare")
+def compare(
+    data: Annotated[Path, typer.Argument(help="Data file (CSV/Parquet) the series is drawn from.")],
+    schema_path: Annotated[Path, typer.Option("--schema", help="schema.toml describing DATA.")],
+    m: Annotated[int, typer.Option("--m", help="m-invariance parameter m (>= 2).")],
+    series_text: Annotated[
+        str, typer.Option("--series", help=f"Dynamic series: {_SERIES_FORM}.")
+    ],
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", help="Seconds per model solve (exact pipeline).")
+    ] = 10.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the series and both pipelines.")] = 0,
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Folder for compare.csv and compare.png.")
+    ] = Path("."),
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON list.")] = False,
+) -> None:
+    """Run the heuristic and the exact m-invariant pipelines side by side on one series."""
+    series = parse_series(series_text)
+    schema = load_schema(schema_path)
+    table = load_table(data, schema)
+    frame = compare_pipelines(table, schema, m, series["initial"], series["r"],
+                              series["releases"], time_limit, seed)
+    if output.exists() and not output.is_dir():
+        raise InputError(f"-o {output}: exists and is not a folder; give a folder path.")
+    output.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(output / "compare.csv", index=False)
+    plot_comparison(frame, output / "compare.png")
+    if json_output:
+        print_json([{key: _plain(value) for key, value in record.items()}
+                    for record in frame.to_dict(orient="records")])
+    else:
+        _render(frame, output)

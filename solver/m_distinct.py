@@ -1,0 +1,439 @@
+"""One m-Distinct release (Li & Zhou, §V, Algorithm 1), verified before it is returned.
+
+1. Phase 1 (:func:`~republish.heuristics.m_distinct.create_buckets`): buckets from the
+   update set signatures of the records published before, and their intersections;
+2. Phase 2 (:func:`~republish.heuristics.m_distinct.assign_records`, eq. 3): records to
+   bucket entries, new records without a suitable bucket to the first-release path;
+3. exact assignment (:mod:`republish.models.m_distinct_assignment`): CP-SAT on record
+   classes minimizing counterfeits, generalization second, hinted with Phase 2 and kept
+   only when it needs fewer counterfeits (or as many with less spread); records follow
+   the counts through a min-cost flow;
+4. balancing (:func:`~republish.heuristics.m_distinct.balance_bucket`);
+5. first-release path for new records: m-eligibility (counterfeits, deferrals or both,
+   :func:`republish.solver.eligibility.make_eligible`), Algorithm Assign of the
+   m-invariance paper, on values -- or, with the §IV-B extension, on CUS-overlap
+   components so that every group's values have pairwise disjoint CUS;
+6. Phase 3 (:mod:`republish.heuristics.m_distinct_split`, eq. 4), groups of counterfeits
+   only are dropped, the release is built and verified (m-uniqueness, counterfeits,
+   hygiene, Definition 15 against the publisher's state, §IV-B when asked).
+
+A record's sensitive value may change between releases only within the public model
+(``CUS`` of its last published value); QI values may change freely.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from republish.errors import InputError, ParameterError, VerificationError
+from republish.generalization import Domain, group_boxes, perimeters
+from republish.heuristics.assign import assign_new_rows
+from republish.heuristics.m_distinct import (
+    FRESH,
+    BucketBalance,
+    BucketTable,
+    assign_records,
+    balance_bucket,
+    bucket_options,
+    create_buckets,
+)
+from republish.heuristics.m_distinct_split import split_distinct_buckets
+from republish.models.m_distinct_assignment import (
+    AssignmentCounts,
+    RecordClass,
+    distribute_records,
+    solve_assignment_counts,
+)
+from republish.principles import verify_release
+from republish.principles.m_distinct import PRINCIPLE, check_m_distinct_against_state
+from republish.release import build_release
+from republish.schema import Schema
+from republish.solver.certificate import Certificate
+from republish.solver.eligibility import make_eligible
+from republish.solver.m_invariance import StepResult
+from republish.state import LAST_RELEASE, SIGNATURE, PublisherState
+from republish.tables import encode_qis, validate_table
+from republish.transitions import TransitionModel, UpdateSetSignature
+
+__all__ = ["publish_m_distinct", "publish_with_options", "store_options"]
+
+Progress = Callable[[str], None]
+EligibilityMethod = Literal["counterfeit", "delete", "hybrid"]
+
+
+class _Rows:
+    """Rows of the release being built: record (-1 counterfeit), value code, entry, bucket."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.disjoint: list[bool] = []
+
+    def add_bucket(self, disjoint: bool) -> int:
+        self.disjoint.append(disjoint)
+        return len(self.disjoint) - 1
+
+    def add(self, records: np.ndarray, value: int, entry: int, bucket: int) -> None:
+        k = len(records)
+        self.parts.append((np.asarray(records, dtype=np.int64), np.full(k, value),
+                           np.full(k, entry), np.full(k, bucket)))
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        if not self.parts:
+            return tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
+        return tuple(np.concatenate([p[i] for p in self.parts]).astype(np.int64)
+                     for i in range(4))
+
+
+def _changes_outside_model(state: PublisherState, table: pd.DataFrame, positions: np.ndarray,
+                           model: TransitionModel) -> None:
+    schema = state.schema
+    known = positions >= 0
+    before = state.rows[schema.sensitive].astype(str).to_numpy()[positions[known]]
+    after = table[schema.sensitive].astype(str).to_numpy()[known]
+    bad = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if not model.allows(a, b)]
+    if bad:
+        idents = table[schema.identifier].to_numpy()[known][bad]
+        changes = [f"{i}: {before[k]!r} -> {after[k]!r}" for i, k in zip(idents[:5], bad[:5],
+                                                                          strict=False)]
+        raise InputError(
+            f"{len(bad)} identifier(s) changed their sensitive value outside the public "
+            f"transition model ({'; '.join(changes)}); fix the data or add the transitions."
+        )
+
+
+def _normalized(table: pd.DataFrame, schema: Schema) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """QI codes, the same in [0, 1] per QI, and one cell's normalized width per QI."""
+    codes = encode_qis(table, schema)
+    domain = Domain.of(schema, codes)
+    low = np.minimum(domain.low, codes.min(axis=0))
+    high = np.maximum(domain.high, codes.max(axis=0))
+    extent = np.where(high > low, high - low, 1.0)
+    distinct = np.array([max(len(np.unique(codes[:, j])) - 1, 1) for j in range(codes.shape[1])])
+    return codes, (codes - low) / extent, 1.0 / distinct
+
+
+def _exact_assignment(
+    buckets: BucketTable, options: list[np.ndarray], greedy: np.ndarray, values: np.ndarray,
+    labels: np.ndarray, is_new: np.ndarray, points: np.ndarray, domain: list[str], m: int,
+    time_limit: float, num_workers: int, seed: int,
+) -> tuple[np.ndarray, AssignmentCounts]:
+    """Step 3: the CP-SAT model on record classes; returns the chosen bucket per record."""
+    keys = [(int(v), tuple(o.tolist()) + ((FRESH,) if new else ()), str(label))
+            for v, o, new, label in zip(values.tolist(), options, is_new.tolist(),
+                                        labels.tolist(), strict=True)]
+    index: dict[tuple[int, tuple[int, ...], str], int] = {}
+    class_of = np.array([index.setdefault(k, len(index)) for k in keys], dtype=np.int64)
+    sizes = np.bincount(class_of, minlength=len(index))
+    classes = [RecordClass(domain[v], opts, int(sizes[c]), label)
+               for (v, opts, label), c in index.items()]
+    hint: dict[tuple[int, int], int] = {}
+    for c, b in zip(class_of.tolist(), greedy.tolist(), strict=True):
+        hint[c, b] = hint.get((c, b), 0) + 1
+    fallback = points.mean(axis=0)
+    anchors = {o: points[greedy == o].mean(axis=0) if (greedy == o).any() else fallback
+               for o in sorted({o for c in classes for o in c.options})}
+
+    def cost(rows: np.ndarray, chosen: Sequence[int]) -> np.ndarray:
+        centers = np.array([anchors[o] for o in chosen])
+        return np.abs(points[rows][:, None, :] - centers[None, :, :]).sum(axis=2)
+
+    costs = {}
+    for c, cls in enumerate(classes):
+        if len(cls.options) > 1:
+            spread = cost(np.flatnonzero(class_of == c), cls.options).mean(axis=0)
+            costs.update({(c, o): int(round(1000 * d)) for o, d in zip(cls.options, spread,
+                                                                        strict=True)})
+    solution = solve_assignment_counts(
+        classes, buckets.signatures, m, hint=hint, costs=costs, time_limit=time_limit,
+        num_workers=num_workers, random_seed=seed,
+    )
+    if not solution.found:
+        return greedy, solution
+    return distribute_records(class_of, solution.counts, cost), solution
+
+
+def _fresh_path(
+    table: pd.DataFrame, schema: Schema, rows: np.ndarray, m: int, method: EligibilityMethod,
+    labels: np.ndarray, label_value: dict[str, str], code: dict[str, int],
+    label_order: list[str], out: _Rows, time_limit: float,
+) -> tuple[np.ndarray, int]:
+    """Step 5 on the new records ``rows``; returns the deferred rows and counterfeits."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64), 0
+    frame = table.iloc[rows].copy()
+    frame[schema.sensitive] = labels[rows]
+    present = set(labels[rows].tolist())
+    solution, applied = make_eligible(
+        frame, schema, m, method, time_limit=time_limit, seed=None, allow_new_values=True,
+        new_values=[lab for lab in label_order if lab not in present], num_workers=1,
+    )
+    deferred = np.sort(applied.deferred.index.to_numpy(dtype=np.int64))
+    kept = rows[~np.isin(rows, deferred)]
+    pool = {lab: kept[labels[kept] == lab] for lab in present}
+    counts = {lab: len(r) for lab, r in pool.items() if len(r)}
+    for lab, extra in solution.counterfeits.items():
+        counts[lab] = counts.get(lab, 0) + extra
+    bucket_of: dict[frozenset[str], int] = {}
+    for chosen, alpha in assign_new_rows(counts, m).moves:
+        signature = frozenset(chosen)
+        if signature not in bucket_of:
+            bucket_of[signature] = out.add_bucket(disjoint=True)
+        entry_of = {lab: e for e, lab in enumerate(sorted(signature))}
+        for lab in chosen:
+            taken, pool[lab] = pool.get(lab, kept[:0])[:alpha], pool.get(lab, kept[:0])[alpha:]
+            for value in sorted(set(table[schema.sensitive].to_numpy()[taken].tolist())):
+                mine = taken[table[schema.sensitive].to_numpy()[taken] == value]
+                out.add(mine, code[value], entry_of[lab], bucket_of[signature])
+            if alpha > len(taken):
+                out.add(np.full(alpha - len(taken), -1), code[label_value[lab]], entry_of[lab],
+                        bucket_of[signature])
+    return deferred, solution.total_counterfeits
+
+
+def publish_m_distinct(
+    table: pd.DataFrame,
+    schema: Schema,
+    m: int,
+    model: TransitionModel,
+    previous: PublisherState | None = None,
+    *,
+    strict: bool = False,
+    eligibility: EligibilityMethod = "counterfeit",
+    rng: np.random.Generator | None = None,
+    number: int | None = None,
+    progress: Progress | None = None,
+    validated: bool = False,
+    exact: bool = True,
+    time_limit: float = 10.0,
+    num_workers: int = 1,
+) -> StepResult:
+    """Compute, verify and return release ``n`` of an m-Distinct sequence.
+
+    ``model`` is the public transition model; ``strict`` asks for the §IV-B extension;
+    ``eligibility`` how new records on the first-release path become m-eligible;
+    ``exact`` runs the CP-SAT assignment within ``time_limit`` seconds. Other parameters
+    as :func:`republish.solver.m_invariance.publish_m_invariant`.
+
+    Raises
+    ------
+    ParameterError
+        on bad parameters, a state of another schema or ``m``, or fewer than ``m``
+        values (CUS-overlap components under ``strict``).
+    InputError
+        on a malformed table, a value change the model forbids, or nothing to publish.
+    VerificationError
+        if the computed release fails verification (never returned).
+    """
+    start = time.perf_counter()
+    times: dict[str, float] = {}
+    clock = [start]
+
+    def phase(name: str) -> None:
+        now = time.perf_counter()
+        times[name] = now - clock[0]
+        clock[0] = now
+        if progress is not None:
+            progress(name)
+
+    if eligibility not in ("counterfeit", "delete", "hybrid"):
+        raise ParameterError(f"eligibility={eligibility!r}: use counterfeit, delete or hybrid.")
+    state = previous if previous is not None else PublisherState.empty(schema, m)
+    if state.m != m or state.schema.fingerprint() != schema.fingerprint():
+        raise ParameterError("schema and m must equal those of the previous releases.")
+    number = state.last_release + 1 if number is None else int(number)
+    if number <= state.last_release:
+        raise ParameterError(f"release number {number} must exceed {state.last_release}.")
+    rng = rng if rng is not None else np.random.default_rng()
+    table = table.reset_index(drop=True) if validated else validate_table(table, schema)
+    ids = table[schema.identifier].astype(str).to_numpy(dtype=object)
+    positions = state.positions(ids)
+    _changes_outside_model(state, table, positions, model)
+    sensitive = table[schema.sensitive].astype(str).to_numpy(dtype=object)
+    frequency = pd.Series(sensitive).value_counts()
+    domain = sorted(set(model.values) | state.sensitive_domain() | set(frequency.index))
+    code = {v: k for k, v in enumerate(domain)}
+    values = np.array([code[v] for v in sensitive], dtype=np.int64)
+    by_use = sorted(domain, key=lambda v: (-int(frequency.get(v, 0)), v))
+    if strict:
+        component = model.conflict_components(domain)
+        label_value: dict[str, str] = {}
+        for v in by_use:
+            label_value.setdefault(f"component-{component[v]}", v)
+        labels = np.array([f"component-{component[v]}" for v in sensitive], dtype=object)
+    else:
+        label_value = {v: v for v in domain}
+        labels = sensitive.copy()
+    if len(label_value) < m:
+        what = "CUS-overlap components" if strict else "sensitive values"
+        raise ParameterError(f"m={m} but only {len(label_value)} {what} exist; lower m.")
+    codes, points, cell = _normalized(table, schema)
+
+    known = positions >= 0
+    record = state.rows.iloc[positions[known]]
+    uss_of_code: dict[int, UpdateSetSignature] = {}
+    for c in np.unique(record[SIGNATURE].to_numpy()).tolist():
+        uss_of_code[c] = model.uss(state.signatures[c])
+    distinct = list(dict.fromkeys(uss_of_code.values()))
+    position_of = {u: k for k, u in enumerate(distinct)}
+    previous_index = np.full(len(table), -1, dtype=np.int64)
+    previous_index[known] = [position_of[uss_of_code[c]] for c in record[SIGNATURE].tolist()]
+    closure = {v: model.cus(v) for v in domain} if strict else None
+    phase("validate")
+
+    buckets = BucketTable.build(create_buckets(distinct, domain), domain, closure)
+    options = bucket_options(buckets, values, previous_index, distinct)
+    phase("phase 1: buckets")
+    order = rng.permutation(len(table))
+    greedy_ordered = assign_records(buckets, values[order], points[order],
+                                    [options[i] for i in order], ~known[order], cell)
+    greedy = np.empty(len(table), dtype=np.int64)
+    greedy[order] = greedy_ordered.bucket
+    phase("phase 2: assign")
+
+    balances: dict[tuple[int, frozenset[tuple[str, int]]], BucketBalance] = {}
+
+    def balanced(b: int, members: np.ndarray) -> BucketBalance:
+        counts = pd.Series(sensitive[members]).value_counts().to_dict()
+        key = (b, frozenset((str(v), int(c)) for v, c in counts.items()))
+        if key not in balances:
+            balances[key] = balance_bucket(buckets.signatures[b], counts)
+        return balances[key]
+
+    def cost_of(choice: np.ndarray) -> int:
+        fakes = 0
+        for b in np.unique(choice[choice >= 0]).tolist():
+            fakes += balanced(b, np.flatnonzero(choice == b)).counterfeit_total
+        pool = pd.Series(labels[choice == FRESH]).value_counts()
+        return fakes + (max(0, m * int(pool.max()) - int(pool.sum())) if len(pool) else 0)
+
+    heuristic = cost_of(greedy)
+    flexible = (~known) | np.array([len(o) > 1 for o in options], dtype=bool)
+    # Without a choice the buckets are forced and balancing gives each its smallest δ.
+    chosen, status, detail = greedy, "HEURISTIC", "model not run"
+    bound: float | None = None
+    if not flexible.any():
+        status, bound, detail = "OPTIMAL", float(heuristic), "assignment forced"
+    if exact and flexible.any():
+        candidate, solution = _exact_assignment(
+            buckets, options, greedy, values, labels, ~known, points, domain, m, time_limit,
+            num_workers, int(rng.integers(0, 2**31 - 1)))
+        detail = f"model {solution.status} ({solution.variables} variables)"
+        if solution.found:
+            exact_cost = cost_of(candidate)
+            bound = solution.bound
+            if exact_cost <= heuristic:
+                chosen, status = candidate, solution.status
+                if status == "OPTIMAL" and bound is not None and exact_cost > bound + 1e-9:
+                    status = "FEASIBLE"
+            else:
+                status = "FEASIBLE"
+    phase("exact assignment")
+
+    out = _Rows()
+    for b in np.unique(chosen[chosen >= 0]).tolist():
+        entries = buckets.signatures[b]
+        members = np.flatnonzero(chosen == b)
+        balance = balanced(b, members)
+        disjoint = sum(len(e) for e in entries) == len(frozenset().union(*entries))
+        label = out.add_bucket(disjoint)
+        pool = {v: list(members[sensitive[members] == v]) for v in set(sensitive[members])}
+        for e, rows in enumerate(balance.rows):
+            for v, amount in rows.items():
+                real = min(amount, len(pool.get(v, [])))
+                taken, pool[v] = pool.get(v, [])[:real], pool.get(v, [])[real:]
+                out.add(np.array(taken + [-1] * (amount - real)), code[v], e, label)
+    phase("balance")
+    fresh = np.flatnonzero(chosen == FRESH)
+    fresh = fresh[rng.permutation(len(fresh))]
+    deferred, _ = _fresh_path(table, schema, fresh, m, eligibility, labels, label_value, code,
+                              sorted(label_value, key=lambda lab: by_use.index(label_value[lab])),
+                              out, time_limit)
+    phase("first-release path")
+
+    item_rows, item_values, item_entries, item_buckets = out.arrays()
+    item_points = np.full((len(item_rows), points.shape[1]), np.nan)
+    real = item_rows >= 0
+    item_points[real] = points[item_rows[real]]
+    split = split_distinct_buckets(item_points, item_values, item_entries, item_buckets,
+                                   np.array(out.disjoint, dtype=bool))
+    groups = split.groups
+    has_real = np.zeros(split.group_count, dtype=bool)
+    has_real[groups[real]] = True
+    keep = has_real[groups]
+    if not real.any():
+        raise InputError("nothing to publish: every new row was deferred; use eligibility "
+                         "'counterfeit' or 'hybrid', or a lower m.")
+    phase("phase 3: split")
+
+    counterfeit_values: dict[int, list[str]] = {}
+    for g, v in zip(groups[keep & ~real].tolist(), item_values[keep & ~real].tolist(),
+                    strict=True):
+        counterfeit_values.setdefault(g, []).append(domain[v])
+    published_rows = item_rows[real]
+    parameters = {"m": m, "principle": PRINCIPLE, "strict": strict, "eligibility": eligibility}
+    release = build_release(
+        number, table.iloc[published_rows].reset_index(drop=True), groups[real], schema,
+        counterfeit_values=counterfeit_values, deferred=ids[deferred].tolist(), rng=rng,
+        model="interval", metadata={"parameters": parameters},
+    )
+    report = verify_release(release, m).merge(
+        check_m_distinct_against_state(release, state, model, strict, positions[published_rows]),
+        principle=f"release {number}",
+    )
+    if not report.ok:
+        raise VerificationError(
+            f"release {number} failed verification and was not produced: {report.summary()}")
+    next_state = state.advance(release, positions=positions[published_rows])
+    phase("verify")
+    wall = time.perf_counter() - start
+    counterfeits = release.counterfeit_total()
+    objective = float(counterfeits + len(deferred))
+    if eligibility != "counterfeit" and len(fresh) and bound is not None:
+        # The model prices the first-release path in counterfeits, not deferrals.
+        status, bound = "FEASIBLE" if status == "OPTIMAL" else status, None
+    certificate = Certificate(
+        step=PRINCIPLE, status=status,  # type: ignore[arg-type]
+        objective=objective,
+        bound=None if bound is None else min(bound, objective),
+        heuristic_objective=float(heuristic), times=times,
+        detail=f"{len(buckets.signatures)} buckets; greedy counterfeits {heuristic}; {detail}; "
+               f"split levels {split.levels}",
+    )
+    release = dataclasses.replace(release, metadata={
+        **release.metadata, "certificate": certificate.to_dict(), "wall_time_s": wall})
+    boxes = group_boxes(codes[published_rows], groups[real])
+    in_last = state.rows[LAST_RELEASE].to_numpy() == state.last_release
+    present = np.zeros(len(state.rows), dtype=bool)
+    present[positions[known]] = True
+    reinserted = int((record[LAST_RELEASE].to_numpy() < state.last_release).sum())
+    return StepResult(
+        release=release, certificate=certificate, state=next_state, report=report,
+        rows=len(table), new=int((~known).sum()),
+        deleted=int((in_last & ~present).sum()) if state.last_release else 0,
+        reinserted=reinserted, deferred=len(deferred), counterfeits=counterfeits,
+        groups=release.group_count(),
+        mean_perimeter=float(perimeters(schema, boxes, Domain.of(schema, codes)).mean()),
+        wall_time_s=wall, parameters=parameters,
+    )
+
+
+def store_options(transitions: TransitionModel, strict: bool = False) -> dict[str, object]:
+    """The m-Distinct parameters kept in a release store (besides ``m``)."""
+    return {"transitions": transitions.to_dict(), "strict": bool(strict)}
+
+
+def publish_with_options(
+    table: pd.DataFrame, schema: Schema, m: int, options: dict[str, object],
+    previous: PublisherState | None = None, **keywords: object,
+) -> StepResult:
+    """:func:`publish_m_distinct` with the parameters of :func:`store_options`."""
+    model = TransitionModel.from_dict(options["transitions"])  # type: ignore[arg-type]
+    return publish_m_distinct(table, schema, m, model, previous,
+                              strict=bool(options.get("strict", False)),
+                              **keywords)  # type: ignore[arg-type]
