@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import sys
 
-import click
-import typer
-
 # Command modules register themselves on import:
 from republish.cli import commands  # noqa: F401
 from republish.cli.app import app, error_console
@@ -21,22 +18,13 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
-    """Console-script entry point; maps user errors to exit code 2 with a message."""
+    """Console-script entry point; maps user errors to exit code 2 with a message.
+
+    Typer runs in standalone mode: usage errors exit 2 and ``typer.Exit`` codes pass
+    through; a :class:`RepublishError` raised by a command is printed without a traceback.
+    """
     try:
-        # Without standalone mode click returns (not raises) the code of typer.Exit.
-        code = app(standalone_mode=False)
-        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-            sys.exit(code)
+        app()
     except RepublishError as exc:
         error_console.print(f"error: {exc}", markup=False)
         sys.exit(2)
-    except click.exceptions.Abort:
-        error_console.print("aborted")
-        sys.exit(2)
-    except click.UsageError as exc:
-        exc.show()
-        sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
