@@ -41,7 +41,6 @@ from republish.updates import (
 
 HERE = Path(__file__).resolve().parent
 QIS = ["age", "sex", "marital-status", "education"]
-TITLE = "Adult with internal updates: 20,000 rows, -2,000 / +5,000 per release"
 COMPARE_M = 2
 
 
@@ -65,9 +64,11 @@ def main() -> None:
                         default=HERE / "figures" / "m_distinct_adult.png")
     args = parser.parse_args()
     start = time.perf_counter()
+    title = (f"Adult with internal updates: {args.initial:,} rows, -{args.deleted:,} / "
+             f"+{args.inserted:,} per release")
     if args.from_csv:
         results = pd.read_csv(args.csv)
-        plot(results, args.figure, TITLE, focus_d=5, compare_m=COMPARE_M)
+        plot(results, args.figure, title, focus_d=5, compare_m=COMPARE_M)
         print(summarize(results))
         return
     table, schema = load_adult(sensitive="occupation", qis=QIS)
@@ -85,7 +86,7 @@ def main() -> None:
                              args.queries, args.time_limit)
     results.to_csv(args.csv, index=False)
     args.figure.parent.mkdir(parents=True, exist_ok=True)
-    plot(results, args.figure, TITLE, focus_d=5, compare_m=COMPARE_M)
+    plot(results, args.figure, title, focus_d=5, compare_m=COMPARE_M)
     print()
     print(f"Date {date.today()}, total {time.perf_counter() - start:.0f} s")
     print(summarize(results))

@@ -35,7 +35,6 @@ from republish.updates import block_transitions, census_qi_updates, update_serie
 
 HERE = Path(__file__).resolve().parent
 CONFIGS = [(1, 6), (5, 6), (10, 6), (5, 2), (5, 4), (5, 8)]
-TITLE = "Synthetic census with internal updates: 20,000 rows, -3,000 / +5,000 per release"
 COMPARE_M = 6
 
 
@@ -56,9 +55,11 @@ def main() -> None:
                         default=HERE / "figures" / "m_distinct_synthetic.png")
     args = parser.parse_args()
     start = time.perf_counter()
+    title = (f"Synthetic census with internal updates: {args.initial:,} rows, "
+             f"-{args.deleted:,} / +{args.inserted:,} per release, {args.releases} releases")
     if args.from_csv:
         results = pd.read_csv(args.csv)
-        plot(results, args.figure, TITLE, focus_d=5, compare_m=COMPARE_M)
+        plot(results, args.figure, title, focus_d=5, compare_m=COMPARE_M)
         print(summarize(results))
         return
     size = args.initial + args.inserted * (args.releases - 1)
@@ -76,7 +77,7 @@ def main() -> None:
                              args.seed, args.queries, args.time_limit)
     results.to_csv(args.csv, index=False)
     args.figure.parent.mkdir(parents=True, exist_ok=True)
-    plot(results, args.figure, TITLE, focus_d=5, compare_m=COMPARE_M)
+    plot(results, args.figure, title, focus_d=5, compare_m=COMPARE_M)
     print()
     print(f"Date {date.today()}, total {time.perf_counter() - start:.0f} s")
     print(summarize(results))
