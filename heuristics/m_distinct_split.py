@@ -13,7 +13,7 @@ smallest split score (eq. 4) ``Σ_i |B_i| Σ_j l_ij / I_j`` over the QIs and bot
 ``δ_1 ∈ {⌊δ/2⌋, ⌈δ/2⌉}`` wins (``l_ij`` the extent of child ``i`` on QI ``j``, ``I_j``
 the parent's). When the greedy pick breaks a value's lower quota ``f_v - δ_2``, the
 first child is instead the exact minimum rank-sum selection of a min-cost flow (one unit
-arc per row, forced arcs for the lower quotas). The paper enumerates picks recursively
+arc per row; the lower quotas enter as node demands). The paper enumerates picks recursively
 (``δ'^{|USS(B)|-1}`` operations); the flow keeps every split polynomial.
 
 Buckets whose entries are pairwise disjoint need no value check at all: any row per entry

@@ -106,3 +106,21 @@ def test_init_usage_errors(files: dict[str, Path], monkeypatch: pytest.MonkeyPat
     code, _, err = run(monkeypatch, capsys, "init", "--store", str(files["s.db"]), "--schema",
                        str(files["schema.toml"]), "--m", "2", *extra)
     assert code == 2 and message in err
+
+
+def test_store_checks_legal_updates_itself(tmp_path: Path) -> None:
+    from test_m_distinct_paper import MODEL, SCHEMA, paper_releases
+
+    from republish.errors import StoreError
+    from republish.principles.report import VerificationReport
+    from republish.solver.m_distinct import store_options
+
+    tables = paper_releases()
+    passed = VerificationReport("test")  # the store must not trust it blindly
+    with ReleaseStore.init(tmp_path / "s.db", SCHEMA, 2, "m-distinct",
+                           store_options(MODEL)) as store:
+        store.append_release(tables["table3"], passed)
+        with pytest.raises(StoreError, match="legal update instance"):
+            store.append_release(tables["table4"], passed)
+        store.append_release(tables["table5"], passed)  # values changed, legally
+        assert store.last_release == 2
