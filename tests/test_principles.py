@@ -55,27 +55,6 @@ SETTINGS = settings(
 # ---------------------------------------------------------------- brute force
 
 
-def bf_cell(qi: QIAttribute, values: list[Any]) -> str:
-    """Published cell of a group from its raw values, restated from the Contracts."""
-    if qi.kind == "numeric":
-        low, high = min(values), max(values)
-
-        def text(x: float) -> str:
-            return str(int(x)) if float(x).is_integer() else str(x)
-
-        return text(low) if low == high else f"[{text(low)}, {text(high)}]"
-    if qi.kind == "ordered":
-        order = list(qi.order or ())
-        positions = sorted(order.index(v) for v in values)
-        first, last = order[positions[0]], order[positions[-1]]
-        return first if first == last else f"[{first}, {last}]"
-    paths = {path[0]: path for path in HIERARCHY.paths}
-    for level in range(HIERARCHY.height):
-        if len({paths[v][level:] for v in values}) == 1:
-            return paths[values[0]][level]
-    raise AssertionError("no common ancestor")
-
-
 def bf_covers(qi: QIAttribute, cell: str, values: list[Any]) -> bool:
     """Whether a published cell's range contains every raw value, from the Contracts."""
     if cell == "*":
