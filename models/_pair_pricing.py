@@ -252,30 +252,37 @@ class LeafPricing:
         """A and B points in leaf order (nearby points close together)."""
         return np.concatenate(self.a), np.concatenate(self.b)
 
-    def neighbours(self, from_a: bool, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """About ``count`` nearest other-side points of every point: (A, B) arcs."""
+    def neighbours(self, from_a: bool, count: int, own_weight: np.ndarray,
+                   other_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Arcs from every point to its ``count`` nearest other-side points, and to more of
+        them until they stand for twice its own weight (a type of many rows needs many
+        partners): (A, B) arcs."""
         mine, other = (self.a, self.b) if from_a else (self.b, self.a)
         codes, other_codes = (self.qa, self.qb) if from_a else (self.qb, self.qa)
         low, high = (self.b_low, self.b_high) if from_a else (self.a_low, self.a_high)
-        size = self.b_size if from_a else self.a_size
+        leaf_weight = np.array([other_weight[rows].sum() for rows in other])
         tails, heads = [], []
         for rows in mine:
             if not len(rows):
                 continue
+            need = 2 * own_weight[rows]
+            enough = max(3 * count, int(need.max()) + count)
             gap = box_gap(codes[rows], low, high)
             chosen, total = [], 0
             for leaf in np.argsort(gap, kind="stable").tolist():
-                if size[leaf]:
+                if leaf_weight[leaf]:
                     chosen.append(other[leaf])
-                    total += size[leaf]
-                    if total >= 3 * count:
+                    total += int(leaf_weight[leaf])
+                    if total >= enough:
                         break
             targets = np.concatenate(chosen)
-            k = min(count, len(targets))
-            nearest = np.argpartition(distances(codes[rows], other_codes[targets]), k - 1,
-                                      axis=1)[:, :k]
-            tails.append(np.repeat(rows, k))
-            heads.append(targets[nearest.ravel()])
+            order = np.argsort(distances(codes[rows], other_codes[targets]), axis=1,
+                               kind="stable")
+            weight = other_weight[targets][order]
+            before = np.cumsum(weight, axis=1) - weight
+            take = (np.arange(len(targets)) < count)[None, :] | (before < need[:, None])
+            tails.append(np.repeat(rows, take.sum(axis=1)))
+            heads.append(targets[order[take]])
         if not tails:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         t, h = np.concatenate(tails), np.concatenate(heads)

@@ -51,6 +51,7 @@ from republish.eligibility_types import (
     validate_m,
 )
 from republish.errors import InputError, ParameterError
+from republish.models._cp_sat import cp_sat_solver
 
 Mode = Literal["counterfeit", "delete", "hybrid"]
 MODES: tuple[str, ...] = ("counterfeit", "delete", "hybrid")
@@ -189,10 +190,8 @@ def solve_eligibility(
             model.add_hint(d[v], max(0, c[v] - targets[v]))
         model.add_hint(total, sum(targets.values()))
 
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = num_workers
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.random_seed = random_seed
+    solver = cp_sat_solver(time_limit=time_limit, num_workers=num_workers,
+                           random_seed=random_seed)
     status_code = solver.solve(model)
     status = _STATUS_NAMES.get(status_code)
     if status is None:

@@ -46,7 +46,11 @@ from republish.models.group_formation_mip import (
     partition_columns,
     solve_set_partition,
 )
-from republish.models.group_formation_pairs import SCALE, match_pairs
+from republish.models.group_formation_pairs import (
+    FIRST_ROUND_SECONDS_PER_ROW,
+    SCALE,
+    match_pairs,
+)
 
 __all__ = [
     "GroupFormation",
@@ -234,7 +238,8 @@ def form_groups(
 
     Returns a :class:`GroupFormation`; status ``OPTIMAL`` (signature size 2: for codes
     rounded to 1e-5), ``FEASIBLE`` (time limit; ``bound`` is a proven lower bound) or
-    ``HEURISTIC``.
+    ``HEURISTIC`` (also signature size 2 with a hint and less time left than the first
+    round of the flow needs, :data:`FIRST_ROUND_SECONDS_PER_ROW` per row).
     """
     started = time.perf_counter()
     points, labels, fake = _prepare(codes, values, is_counterfeit, domain, objective,
@@ -264,6 +269,11 @@ def form_groups(
         return _finish(step, points, fake, np.arange(len(labels)), objective, "OPTIMAL",
                        "singletons", None, started)
     if len(order) == 2:
+        first_round = FIRST_ROUND_SECONDS_PER_ROW * len(labels)
+        if hint is not None and time_limit - (time.perf_counter() - started) < first_round:
+            return _finish(step, points, fake, hint, objective, "HEURISTIC", "hint", None,
+                           started, hint_value,
+                           detail=f"less time left than the first round (~{first_round:.2g} s)")
         return _form_pairs(step, points, labels, fake, value_index, objective, time_limit,
                            hint, hint_value, started)
     remaining = max(time_limit - (time.perf_counter() - started), 0.01)

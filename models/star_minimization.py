@@ -29,6 +29,7 @@ import pandas as pd
 from ortools.sat.python import cp_model
 
 from republish.errors import InputError, ParameterError
+from republish.models._cp_sat import cp_sat_solver
 
 __all__ = ["StarMinimizationSolution", "solve_star_minimization"]
 
@@ -136,10 +137,8 @@ def solve_star_minimization(
             for (t, g), variable in x.items():
                 model.add_hint(variable, int(slot[t] == g))
 
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.num_workers = num_workers
-    solver.parameters.random_seed = random_seed
+    solver = cp_sat_solver(time_limit=time_limit, num_workers=num_workers,
+                           random_seed=random_seed)
     status = solver.solve(model)
     name = solver.status_name(status)
     wall = time.perf_counter() - start

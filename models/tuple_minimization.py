@@ -29,9 +29,14 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from republish.errors import InputError, ParameterError
+from republish.ldiversity_bounds import phase_one_heights
+from republish.models._cp_sat import cp_sat_solver
 
 __all__ = ["TupleMinimizationSolution", "pair_counts", "phase_one_bounds",
            "solve_tuple_minimization"]
+
+#: ``Ḣ(Q)`` of Lemma 5.8 (:mod:`republish.ldiversity_bounds`), under its former name here.
+phase_one_bounds = phase_one_heights
 
 
 @dataclass(frozen=True)
@@ -66,28 +71,6 @@ def pair_counts(
     keys, pair_of_row, count = np.unique(groups * m + values, return_inverse=True,
                                          return_counts=True)
     return keys // m, keys % m, count.astype(np.int64), pair_of_row
-
-
-def phase_one_bounds(
-    pair_group: np.ndarray, pair_count: np.ndarray, n_groups: int, l: int  # noqa: E741
-) -> np.ndarray:
-    """``Ḣ(Q)`` of Lemma 5.8 for every group: ``min(h(Q), min_{k<l} tail_k // (l - k))``.
-
-    ``tail_k`` is the sum of a group's counts after its ``k`` largest; ``sum_v min(h, H)``
-    equals ``min_k (k * H + tail_k)``, which gives the closed form.
-    """
-    order = np.lexsort((-pair_count, pair_group))
-    group = pair_group[order]
-    count = pair_count[order]
-    starts = np.searchsorted(group, np.arange(n_groups))
-    rank = np.arange(len(group)) - starts[group]
-    size = np.bincount(pair_group, weights=pair_count, minlength=n_groups).astype(np.int64)
-    top = np.zeros((n_groups, l), dtype=np.int64)
-    first = rank < l
-    top[group[first], rank[first]] = count[first]
-    before = np.cumsum(top, axis=1) - top
-    bounds = (size[:, None] - before) // (l - np.arange(l))
-    return np.minimum(top[:, 0], bounds.min(axis=1))
 
 
 def solve_tuple_minimization(
@@ -136,7 +119,7 @@ def solve_tuple_minimization(
             f"{int(totals.max())} of {n} rows; no solution exists (Lemma 1)."
         )
     n_groups = int(group.max()) + 1 if len(group) else 0
-    pillar_bound = phase_one_bounds(group, h, n_groups, l)
+    pillar_bound = phase_one_heights(group, h, n_groups, l)
     h_dot = np.minimum(h, pillar_bound[group])
     residue_dot = np.bincount(value, weights=h - h_dot, minlength=m).astype(np.int64)
     lower_bound = max(int(residue_dot.sum()), l * int(residue_dot.max(initial=0)))
@@ -176,10 +159,8 @@ def solve_tuple_minimization(
             kept = int(max(h[p] - hint[p] for p in pairs))
             model.add_hint(pillar[g], int(np.clip(kept, 0, pillar_bound[g])))
 
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.num_workers = num_workers
-    solver.parameters.random_seed = random_seed
+    solver = cp_sat_solver(time_limit=time_limit, num_workers=num_workers,
+                           random_seed=random_seed)
     status = solver.solve(model)
     name = solver.status_name(status)
     wall = time.perf_counter() - start

@@ -6,10 +6,17 @@ With ``mode`` ``auto`` or ``exact``, :func:`publish_m_invariant` takes its count
 :func:`republish.solver.steps.bucket_step` -- and groups every bucket with
 :func:`exact_splitter` (:func:`republish.solver.steps.split_step`: the §4.3 split, then
 the exact group formation). With ``mode="heuristic"`` (the default) neither is used.
+
+One time budget covers the whole step: the pipeline fixes a deadline when the step starts,
+the bucket-assignment model may use at most :data:`COUNTS_SHARE` of the time left, and the
+grouping gets whatever is left when it starts (shared among the buckets by rows). The
+greedy answer is always ready first, so a spent budget means heuristic groups, never a
+late release.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -26,7 +33,12 @@ from republish.solver.certificate import Certificate
 from republish.solver.eligibility import apply_eligibility
 from republish.solver.steps import Eligibility, Mode, bucket_step, split_step
 
-__all__ = ["DecidedCounts", "decide_counts", "defer_rows", "exact_splitter"]
+__all__ = ["COUNTS_SHARE", "DecidedCounts", "decide_counts", "defer_rows", "exact_splitter"]
+
+#: Most of the step's remaining time the bucket-assignment model may take; the rest is
+#: kept for group formation (measured: counts are solved in milliseconds to a few seconds,
+#: while grouping large buckets uses all it gets).
+COUNTS_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -46,15 +58,16 @@ def decide_counts(
     eligibility: Eligibility,
     domain: Sequence[str],
     mode: Mode,
-    time_limit: float,
+    deadline: float,
     workers: int,
 ) -> DecidedCounts:
-    """Counts per bucket (new rows, counterfeits, extra rows) and for the leftover."""
+    """Counts per bucket (new rows, counterfeits, extra rows) and for the leftover, with
+    at most :data:`COUNTS_SHARE` of the time left before ``deadline`` (``perf_counter``)."""
     buckets = [BucketCounts(tuple(sorted(s)), dict(c)) for s, c in zip(signatures, counts,
                                                                        strict=True)]
     result = bucket_step(buckets, dict(available), m, mode=mode, eligibility=eligibility,
                          allow_new_values=True, new_values=list(domain),
-                         time_limit=time_limit, workers=workers)
+                         time_limit=_seconds_left(deadline, COUNTS_SHARE), workers=workers)
     balancing = Balancing(
         targets=result.targets,
         from_new=result.from_new,
@@ -84,15 +97,22 @@ def defer_rows(decided: DecidedCounts, table: pd.DataFrame, schema: Schema,
     return solution, np.sort(applied.deferred.index.to_numpy(dtype=np.int64))
 
 
+def _seconds_left(deadline: float, share: float = 1.0) -> float:
+    # The steps need a positive limit; below MIN_MODEL_TIME they answer heuristically.
+    return max(share * (deadline - time.perf_counter()), 1e-3)
+
+
 def exact_splitter(
-    mode: Mode, time_limit: float, workers: int, certificates: list[Certificate]
+    mode: Mode, deadline: float, workers: int, certificates: list[Certificate]
 ) -> Callable[[np.ndarray, np.ndarray, np.ndarray], SplitResult]:
     """A drop-in for ``split_buckets_min_perimeter`` that groups every bucket exactly
-    (when the models allow) and records the grouping certificate in ``certificates``."""
+    (when the models allow and time is left before ``deadline``) and records the
+    grouping certificate in ``certificates``."""
 
     def split(points: np.ndarray, values: np.ndarray, buckets: np.ndarray) -> SplitResult:
         groups, certificate = split_step(points, values, buckets, mode=mode,
-                                         time_limit=time_limit, workers=workers)
+                                         time_limit=_seconds_left(deadline),
+                                         workers=workers)
         certificates.append(certificate)
         return SplitResult(groups=groups, group_count=int(groups.max()) + 1 if len(groups)
                            else 0, levels=0)

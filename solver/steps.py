@@ -62,6 +62,7 @@ __all__ = [
     "MIN_MODEL_TIME",
     "Mode",
     "bucket_step",
+    "check_solver_options",
     "greedy_counts",
     "group_step",
     "partition_step",
@@ -85,11 +86,14 @@ AUTO_COLUMNS = 60_000
 MIN_MODEL_TIME = 0.05
 
 
-def _check(mode: str, time_limit: float, workers: int) -> None:
+def check_solver_options(mode: str, time_limit: float, workers: int) -> None:
+    """Raise :class:`ParameterError` naming the bad ``mode``, ``time_limit`` or ``workers``."""
     if mode not in ("auto", "exact", "heuristic"):
         raise ParameterError(f"mode must be 'auto', 'exact' or 'heuristic', got {mode!r}.")
-    if not (isinstance(time_limit, int | float) and time_limit > 0):
-        raise ParameterError(f"time_limit must be positive seconds, got {time_limit!r}.")
+    if isinstance(time_limit, bool) or not (
+            isinstance(time_limit, int | float) and time_limit > 0):
+        raise ParameterError(f"time_limit (--time-limit) must be a positive number of "
+                             f"seconds, got {time_limit!r}.")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ParameterError(f"workers must be a positive integer, got {workers!r}.")
 
@@ -154,7 +158,7 @@ def bucket_step(
     InputError
         when neither the greedy phases nor the model find a publishable answer.
     """
-    _check(mode, time_limit, workers)
+    check_solver_options(mode, time_limit, workers)
     if eligibility not in ("counterfeit", "delete", "hybrid"):
         raise ParameterError(f"eligibility must be 'counterfeit', 'delete' or 'hybrid', "
                              f"got {eligibility!r}.")
@@ -240,7 +244,7 @@ def group_step(
 ) -> GroupFormation:
     """One balanced bucket (points normalized to [0, 1]; NaN or ``is_counterfeit`` marks
     counterfeits) into groups of one row per value: §4.3 split, then the exact model."""
-    _check(mode, time_limit, workers)
+    check_solver_options(mode, time_limit, workers)
     started = time.perf_counter()
     points = np.asarray(points, dtype=np.float64)
     labels = np.asarray(values, dtype=object).astype(str)
@@ -287,7 +291,7 @@ def split_step(
     certificate (objectives and bounds summed; a bucket left to the heuristic counts with
     bound 0). Buckets with one group need no model; the rest share the time limit in
     order of size, largest first."""
-    _check(mode, time_limit, workers)
+    check_solver_options(mode, time_limit, workers)
     started = time.perf_counter()
     points = np.asarray(points, dtype=np.float64)
     labels = np.asarray(values, dtype=object).astype(str)
@@ -365,7 +369,7 @@ def partition_step(
     """An m-eligible table (first release, leftover rows) into m-unique groups that each
     hold a real row: Assign + split as the heuristic, then the set-partitioning MIP when
     small enough, else Assign's buckets grouped by :func:`split_step` in ``mode``."""
-    _check(mode, time_limit, workers)
+    check_solver_options(mode, time_limit, workers)
     started = time.perf_counter()
     points = np.asarray(points, dtype=np.float64)
     labels = np.asarray(values, dtype=object).astype(str)

@@ -166,3 +166,54 @@ def test_release_pipeline_with_exact_steps_is_verified_and_no_worse() -> None:
     assert exact.counterfeits + exact.deferred <= greedy.counterfeits + greedy.deferred
     if exact.certificate.status == "OPTIMAL":
         assert exact.certificate.bound == exact.counterfeits + exact.deferred
+
+
+@pytest.mark.parametrize("budget", [0.01, 3.0])
+def test_one_time_budget_covers_every_model_of_a_release_step(
+    budget: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every model of an exact release step is called with a limit that ends by the step's
+    deadline (the step starts before the counts model is called, so call time + limit <=
+    that call + budget); the counts model gets at most half."""
+    import time
+
+    from republish.datasets import dynamic_series, synthetic_census
+    from republish.solver import m_invariance_exact
+    from republish.solver.m_invariance import publish_m_invariant
+
+    table, schema = synthetic_census(1200, seed=5)
+    first, second = dynamic_series(table, initial=600, r=200, releases=2, seed=6)
+    state = publish_m_invariant(first, schema, 3, rng=np.random.default_rng(0)).state
+    calls: list[tuple[str, float, float]] = []
+
+    def recorder(name: str, real: Any) -> Any:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            calls.append((name, time.perf_counter(), kwargs["time_limit"]))
+            return real(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(m_invariance_exact, "bucket_step",
+                        recorder("counts", m_invariance_exact.bucket_step))
+    monkeypatch.setattr(m_invariance_exact, "split_step",
+                        recorder("groups", m_invariance_exact.split_step))
+    result = publish_m_invariant(second, schema, 3, previous=state, mode="exact",
+                                 time_limit=budget, rng=np.random.default_rng(1))
+    assert result.report.ok
+    assert [name for name, _, _ in calls] == ["counts", "groups"]
+    (_, counts_at, counts_limit), (_, groups_at, groups_limit) = calls
+    assert counts_limit <= 0.5 * budget or counts_limit == 1e-3
+    # 1 ms: the limit is computed just before the recorded call.
+    assert groups_at + groups_limit <= counts_at + budget + 1e-3 or groups_limit == 1e-3
+    if budget < 0.05:
+        assert result.certificate.status == "HEURISTIC"
+
+
+def test_solver_options_are_validated_at_the_release_entry() -> None:
+    from republish.datasets import synthetic_census
+    from republish.solver.m_invariance import publish_m_invariant
+
+    table, schema = synthetic_census(50, seed=1)
+    with pytest.raises(ParameterError, match="time_limit"):
+        publish_m_invariant(table, schema, 2, mode="exact", time_limit=0)
+    with pytest.raises(ParameterError, match="mode"):
+        publish_m_invariant(table, schema, 2, mode="fast")  # type: ignore[arg-type]

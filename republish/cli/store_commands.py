@@ -188,7 +188,9 @@ def release(
     ] = SolverMode.heuristic,
     time_limit: Annotated[
         float,
-        typer.Option("--time-limit", min=0.0, help="Seconds per exact model solve."),
+        typer.Option("--time-limit", min=0.0, help="m-invariance with --solver auto|exact: "
+                     "one budget in seconds for all exact models of the release step; the "
+                     "greedy answer is kept where they run out."),
     ] = 10.0,
 ) -> None:
     """Compute, verify and record the next release of DATA (the store's principle)."""
