@@ -76,6 +76,8 @@ class StepResult:
     ``new`` counts rows of ``T(n)`` never published before (deferred ones included),
     ``deferred`` those held back, ``reinserted`` rows published before the last release,
     absent from it and back now, ``deleted`` rows of the last release absent from ``T(n)``.
+    ``grouping`` certifies the group formation of an exact step (objective: the perimeter
+    sum of :mod:`republish.models.group_formation`); None for the heuristic pipeline.
     """
 
     release: Release
@@ -92,6 +94,7 @@ class StepResult:
     mean_perimeter: float
     wall_time_s: float
     parameters: dict[str, Any] = field(default_factory=dict)
+    grouping: Certificate | None = None
 
     def summary(self) -> dict[str, Any]:
         """The ``history --json`` object of this release."""
@@ -110,6 +113,8 @@ class StepResult:
             "objective": self.certificate.objective,
             "bound": self.certificate.bound,
             "gap": self.certificate.gap,
+            "grouping_status": None if self.grouping is None else self.grouping.status,
+            "grouping_gap": None if self.grouping is None else self.grouping.gap,
         }
 
 
@@ -410,4 +415,5 @@ def publish_m_invariant(
         mean_perimeter=mean_perimeter,
         wall_time_s=wall,
         parameters=parameters,
+        grouping=split_certificates[0] if split_certificates else None,
     )

@@ -75,11 +75,16 @@ def test_one_row_per_pipeline_and_release(run: tuple[int, list[dict[str, Any]], 
     for row in rows:
         assert set(row) == {"pipeline", "release", "counterfeits", "deferred", "mean_perimeter",
                             "query_error", "status", "objective", "bound", "gap",
-                            "wall_time_s"}
+                            "grouping_status", "grouping_gap", "wall_time_s"}
         assert row["objective"] == row["counterfeits"] + row["deferred"]
         assert row["mean_perimeter"] > 0 and row["wall_time_s"] > 0
     heuristic = [row for row in rows if row["pipeline"] == "heuristic"]
     assert all(row["status"] == "HEURISTIC" and row["bound"] is None for row in heuristic)
+    assert all(row["grouping_status"] is None for row in heuristic)
+    exact = [row for row in rows if row["pipeline"] == "exact"]
+    assert all(row["grouping_status"] in ("OPTIMAL", "FEASIBLE", "HEURISTIC") for row in exact)
+    assert all((row["grouping_gap"] == 0) == (row["grouping_status"] == "OPTIMAL")
+               for row in exact)
 
 
 def test_exact_not_worse_from_identical_state(

@@ -64,12 +64,14 @@ def _render(frame: pd.DataFrame, directory: Path) -> None:
     from rich.table import Table
 
     table = Table("pipeline", "release", "counterfeits", "deferred", "mean perimeter",
-                  "query error", "status", "objective", "bound", "gap", "time (s)")
+                  "query error", "status", "objective", "bound", "gap", "grouping",
+                  "grouping gap", "time (s)")
     for row in frame.itertuples(index=False):
         table.add_row(
             str(row.pipeline), str(row.release), str(row.counterfeits), str(row.deferred),
             _cell(row.mean_perimeter), _cell(row.query_error), str(row.status),
-            _cell(row.objective), _cell(row.bound), _cell(row.gap), _cell(row.wall_time_s, 3),
+            _cell(row.objective), _cell(row.bound), _cell(row.gap),
+            _cell(row.grouping_status), _cell(row.grouping_gap), _cell(row.wall_time_s, 3),
         )
     console.print(table)
     console.print(f"wrote {directory / 'compare.csv'} and {directory / 'compare.png'}",
@@ -85,7 +87,8 @@ def compare(
         str, typer.Option("--series", help=f"Dynamic series: {_SERIES_FORM}.")
     ],
     time_limit: Annotated[
-        float, typer.Option("--time-limit", help="Seconds per model solve (exact pipeline).")
+        float, typer.Option("--time-limit", help="Seconds per release step of the exact pipeline "
+                     "(one budget for all its models).")
     ] = 10.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the series and both pipelines.")] = 0,
     output: Annotated[
