@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +34,7 @@ from republish.audit.knowledge import Knowledge, make_knowledge
 from republish.datasets import dynamic_series, load_adult, synthetic_census
 from republish.generalization import generalize
 from republish.heuristics.mondrian import mondrian_table
+from republish.release import Release
 from republish.schema import Schema
 from republish.solver.m_invariance import publish_m_invariant
 
@@ -78,6 +81,23 @@ def m_invariant_series(series: list[pd.DataFrame], schema: Schema, m: int, seed:
     return releases
 
 
+def audited(
+    base: dict[str, object], method: str, parameter: int,
+    publish: Callable[[], Sequence[pd.DataFrame | Release]], knowledge: Knowledge,
+) -> dict[str, object]:
+    """One result row: ``publish()`` the series, then the intersection attack on it, timed."""
+    start = time.perf_counter()
+    published = publish()
+    publish_s = time.perf_counter() - start
+    start = time.perf_counter()
+    audit = intersection_attack(published, knowledge)
+    audit_s = time.perf_counter() - start
+    return {**base, "method": method, "parameter": parameter,
+            "vulnerable": int(audit.vulnerable.sum()),
+            "inconsistent": int(audit.inconsistent.sum()),
+            "publish_s": round(publish_s, 2), "audit_s": round(audit_s, 2)}
+
+
 def run_dataset(
     name: str, table: pd.DataFrame, schema: Schema, initial: int, ls: list[int], m: int,
     seed: int, skip_m: bool,
@@ -96,29 +116,13 @@ def run_dataset(
             if l > limit:
                 print(f"{name} r={r}: skip l={l} (a release is only {limit}-eligible)")
                 continue
-            start = time.perf_counter()
-            published = l_diverse_series(series, schema, l)
-            publish_s = time.perf_counter() - start
-            start = time.perf_counter()
-            audit = intersection_attack(published, knowledge)
-            audit_s = time.perf_counter() - start
-            rows.append({**base, "method": f"l-diversity (Mondrian), l={l}", "parameter": l,
-                         "vulnerable": int(audit.vulnerable.sum()),
-                         "inconsistent": int(audit.inconsistent.sum()),
-                         "publish_s": round(publish_s, 2), "audit_s": round(audit_s, 2)})
+            rows.append(audited(base, f"l-diversity (Mondrian), l={l}", l,
+                                partial(l_diverse_series, series, schema, l), knowledge))
             print(rows[-1], flush=True)
         if skip_m:
             continue
-        start = time.perf_counter()
-        m_releases = m_invariant_series(series, schema, m, seed)
-        publish_s = time.perf_counter() - start
-        start = time.perf_counter()
-        audit = intersection_attack(m_releases, knowledge)
-        audit_s = time.perf_counter() - start
-        rows.append({**base, "method": f"m-invariance, m={m}", "parameter": m,
-                     "vulnerable": int(audit.vulnerable.sum()),
-                     "inconsistent": int(audit.inconsistent.sum()),
-                     "publish_s": round(publish_s, 2), "audit_s": round(audit_s, 2)})
+        rows.append(audited(base, f"m-invariance, m={m}", m,
+                            partial(m_invariant_series, series, schema, m, seed), knowledge))
         print(rows[-1], flush=True)
     return rows
 

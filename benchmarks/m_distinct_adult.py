@@ -22,74 +22,35 @@ Writes ``benchmarks/m_distinct_adult_results.csv`` and
 
 from __future__ import annotations
 
-import argparse
-import time
-from datetime import date
-from pathlib import Path
-
 import pandas as pd
-from m_distinct_common import plot, run_experiment, summarize
+from m_distinct_common import run_benchmark, run_experiment, series_factory, series_parser
 
 from republish.datasets import load_adult
-from republish.updates import (
-    adult_occupation_order,
-    adult_qi_updates,
-    block_transitions,
-    releases_possible,
-    update_series,
-)
+from republish.updates import adult_occupation_order, adult_qi_updates, releases_possible
 
-HERE = Path(__file__).resolve().parent
 QIS = ["age", "sex", "marital-status", "education"]
 COMPARE_M = 2
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--initial", type=int, default=20_000)
-    parser.add_argument("--deleted", type=int, default=2_000)
-    parser.add_argument("--inserted", type=int, default=5_000)
-    parser.add_argument("--sa-updates", type=int, default=5_000)
+    parser = series_parser(__doc__.splitlines()[0], "m_distinct_adult", deleted=2_000)
     parser.add_argument("--diameters", type=int, nargs="+", default=[1, 5, 10])
     parser.add_argument("--m", type=int, nargs="+", default=[2, 4, 6, 8])
     parser.add_argument("--releases", type=int, default=None,
                         help="Releases (default: as many as the pool allows).")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--queries", type=int, default=1_000)
-    parser.add_argument("--time-limit", type=float, default=10.0)
-    parser.add_argument("--from-csv", action="store_true",
-                        help="Only redraw the figure and the summary from --csv.")
-    parser.add_argument("--csv", type=Path, default=HERE / "m_distinct_adult_results.csv")
-    parser.add_argument("--figure", type=Path,
-                        default=HERE / "figures" / "m_distinct_adult.png")
     args = parser.parse_args()
-    start = time.perf_counter()
     title = (f"Adult with internal updates: {args.initial:,} rows, -{args.deleted:,} / "
              f"+{args.inserted:,} per release")
-    if args.from_csv:
-        results = pd.read_csv(args.csv)
-        plot(results, args.figure, title, focus_d=5, compare_m=COMPARE_M)
-        print(summarize(results))
-        return
-    table, schema = load_adult(sensitive="occupation", qis=QIS)
-    order = adult_occupation_order()
-    releases = args.releases or releases_possible(len(table), args.initial, args.inserted)
 
-    def make_series(d: int):  # type: ignore[no-untyped-def]
-        model = block_transitions(order, d)
-        return update_series(table, schema, model, initial=args.initial, deleted=args.deleted,
-                             inserted=args.inserted, releases=releases,
-                             sa_updates=args.sa_updates, seed=args.seed,
-                             qi_updates=adult_qi_updates()), model
+    def experiment() -> pd.DataFrame:
+        table, schema = load_adult(sensitive="occupation", qis=QIS)
+        releases = args.releases or releases_possible(len(table), args.initial, args.inserted)
+        make_series = series_factory(table, schema, adult_occupation_order(), args, releases,
+                                     adult_qi_updates())
+        return run_experiment(make_series, schema, args.diameters, args.m, None, args.seed,
+                              args.queries, args.time_limit)
 
-    results = run_experiment(make_series, schema, args.diameters, args.m, None, args.seed,
-                             args.queries, args.time_limit)
-    results.to_csv(args.csv, index=False)
-    args.figure.parent.mkdir(parents=True, exist_ok=True)
-    plot(results, args.figure, title, focus_d=5, compare_m=COMPARE_M)
-    print()
-    print(f"Date {date.today()}, total {time.perf_counter() - start:.0f} s")
-    print(summarize(results))
+    run_benchmark(args, title, COMPARE_M, experiment)
 
 
 if __name__ == "__main__":

@@ -14,9 +14,12 @@ by the adversary who knows every version's QI group (the paper's §I-A and §VI-
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +35,12 @@ from republish.solver.m_invariance import publish_m_invariant
 from republish.state import PublisherState
 from republish.tables import validate_table
 from republish.transitions import TransitionModel
+from republish.updates import QIUpdate, block_transitions, update_series
+
+HERE = Path(__file__).resolve().parent
+
+#: ``make_series(d)``: the microdata series and the transition model of diameter ``d``.
+SeriesFactory = Callable[[int], tuple[list[pd.DataFrame], TransitionModel]]
 
 
 def vulnerable_over_time(releases: Sequence[Release], model: TransitionModel) -> list[int]:
@@ -130,7 +139,7 @@ def run_naive_m_invariance(series: Sequence[pd.DataFrame], schema: Schema, m: in
 
 
 def run_experiment(
-    make_series: Any, schema: Schema, diameters: Sequence[int], ms: Sequence[int],
+    make_series: SeriesFactory, schema: Schema, diameters: Sequence[int], ms: Sequence[int],
     configs: Sequence[tuple[int, int]] | None, seed: int, queries: int, time_limit: float,
 ) -> pd.DataFrame:
     """Every diameter: the series, the two baselines (l = m = 2), m-Distinct for every m
@@ -221,3 +230,58 @@ def plot(results: pd.DataFrame, path: Any, title: str, focus_d: int, compare_m: 
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def series_parser(description: str, name: str, *, deleted: int) -> argparse.ArgumentParser:
+    """The options of both series benchmarks; a script adds its own, then parses.
+
+    Results go to ``benchmarks/<name>_results.csv`` and ``benchmarks/figures/<name>.png``.
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--initial", type=int, default=20_000)
+    parser.add_argument("--deleted", type=int, default=deleted)
+    parser.add_argument("--inserted", type=int, default=5_000)
+    parser.add_argument("--sa-updates", type=int, default=5_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--queries", type=int, default=1_000)
+    parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument("--from-csv", action="store_true",
+                        help="Only redraw the figure and the summary from --csv.")
+    parser.add_argument("--csv", type=Path, default=HERE / f"{name}_results.csv")
+    parser.add_argument("--figure", type=Path, default=HERE / "figures" / f"{name}.png")
+    return parser
+
+
+def series_factory(table: pd.DataFrame, schema: Schema, order: Sequence[str],
+                   args: argparse.Namespace, releases: int,
+                   qi_updates: Mapping[str, QIUpdate]) -> SeriesFactory:
+    """``make_series(d)`` of :func:`run_experiment`: the sizes of :func:`series_parser`'s
+    options, sensitive values changing within blocks of diameter ``d`` of ``order``."""
+
+    def make_series(d: int) -> tuple[list[pd.DataFrame], TransitionModel]:
+        model = block_transitions(order, d)
+        return update_series(table, schema, model, initial=args.initial, deleted=args.deleted,
+                             inserted=args.inserted, releases=releases,
+                             sa_updates=args.sa_updates, seed=args.seed,
+                             qi_updates=qi_updates), model
+
+    return make_series
+
+
+def run_benchmark(args: argparse.Namespace, title: str, compare_m: int,
+                  experiment: Callable[[], pd.DataFrame]) -> None:
+    """Run ``experiment`` (or read ``--csv`` with ``--from-csv``), write the results and
+    the figure, print the date, the total time and the Markdown summary."""
+    start = time.perf_counter()
+    if args.from_csv:
+        results = pd.read_csv(args.csv)
+        plot(results, args.figure, title, focus_d=5, compare_m=compare_m)
+        print(summarize(results))
+        return
+    results = experiment()
+    results.to_csv(args.csv, index=False)
+    args.figure.parent.mkdir(parents=True, exist_ok=True)
+    plot(results, args.figure, title, focus_d=5, compare_m=compare_m)
+    print()
+    print(f"Date {date.today()}, total {time.perf_counter() - start:.0f} s")
+    print(summarize(results))

@@ -35,8 +35,8 @@ import numpy as np
 
 from republish.eligibility_types import (
     EligibilitySolution,
+    available_counterfeit_values,
     is_m_eligible,
-    new_value_names,
     present_values,
     solution_from_targets,
     too_few_values_message,
@@ -53,12 +53,35 @@ def _counterfeit_pool(
     counts: dict[str, int], m: int, allow_new_values: bool, new_values: Sequence[str]
 ) -> dict[str, int] | None:
     """Values counterfeits may take, with their counts; ``None`` if fewer than ``m``."""
-    pool = {value: counts[value] for value in present_values(counts)}
-    if len(pool) < m:
-        if not allow_new_values:
-            return None
-        pool.update({value: 0 for value in new_value_names(counts, new_values, m - len(pool))})
-    return pool
+    values = available_counterfeit_values(counts, m, allow_new_values, new_values)
+    return None if values is None else {value: counts.get(value, 0) for value in values}
+
+
+def _counterfeits_only_input(
+    counts: Mapping[str, int],
+    m: int,
+    counterfeit_cost: float,
+    allow_new_values: bool,
+    new_values: Sequence[str],
+) -> tuple[dict[str, int], int, dict[str, int] | None]:
+    """Validated counts and ``m`` of Algorithm 1 and the random baseline, and the pool.
+
+    The pool is ``None`` for an empty table (m-eligible as it is).
+
+    Raises
+    ------
+    ParameterError
+        if fewer than ``m`` values are present and new values are not allowed.
+    """
+    original = validate_counts(counts)
+    m = validate_m(m)
+    validate_costs(counterfeit_cost, 1.0)
+    if sum(original.values()) == 0:
+        return original, m, None
+    pool = _counterfeit_pool(original, m, allow_new_values, new_values)
+    if pool is None:
+        raise ParameterError(too_few_values_message(m, len(present_values(original))))
+    return original, m, pool
 
 
 def _water_fill(pool: dict[str, int], added: int) -> dict[str, int]:
@@ -110,15 +133,12 @@ def minimal_superset(
         if fewer than ``m`` values are present and new values are not allowed.
     """
     start = time.perf_counter()
-    original = validate_counts(counts)
-    m = validate_m(m)
-    validate_costs(counterfeit_cost, 1.0)
-    total = sum(original.values())
-    if total == 0:
-        return _unchanged("algorithm-1", m, original, start)
-    pool = _counterfeit_pool(original, m, allow_new_values, new_values)
+    original, m, pool = _counterfeits_only_input(
+        counts, m, counterfeit_cost, allow_new_values, new_values
+    )
     if pool is None:
-        raise ParameterError(too_few_values_message(m, len(present_values(original))))
+        return _unchanged("algorithm-1", m, original, start)
+    total = sum(original.values())
     largest = max(original.values())
     added = max(0, largest * m - total)
     targets = _water_fill(pool, added)
@@ -257,15 +277,12 @@ def random_counterfeits(
     status is ``HEURISTIC``.
     """
     start = time.perf_counter()
-    original = validate_counts(counts)
-    m = validate_m(m)
-    validate_costs(counterfeit_cost, 1.0)
-    total = sum(original.values())
-    if total == 0:
-        return _unchanged("random", m, original, start)
-    pool = _counterfeit_pool(original, m, allow_new_values, new_values)
+    original, m, pool = _counterfeits_only_input(
+        counts, m, counterfeit_cost, allow_new_values, new_values
+    )
     if pool is None:
-        raise ParameterError(too_few_values_message(m, len(present_values(original))))
+        return _unchanged("random", m, original, start)
+    total = sum(original.values())
     names = list(pool)
     current = np.array([pool[value] for value in names], dtype=np.int64)
     optimum = max(0, int(current.max()) * m - total)

@@ -22,7 +22,8 @@ all QI-groups at once: the pillar removals of a group stop at the largest height
 with ``sum_v min(h(Q, v), H) >= l * H``, and the result does not depend on the order of
 the removals (§5.2); as ``sum_v min(h, H) = min_k (k * H + tail_k)`` over the counts sorted
 in decreasing order (``tail_k`` the sum after the first ``k``), that height is
-``min(h(Q), min_{k < l} floor(tail_k / (l - k)))``. Ties are broken towards the smallest
+``min(h(Q), min_{k < l} floor(tail_k / (l - k)))``
+(:func:`republish.ldiversity_bounds.phase_one_heights`). Ties are broken towards the smallest
 SA value code and the smallest QI-group number, which reproduces the choices made in the
 paper's worked examples. Which concrete rows of a (QI-group, SA value) pair go to ``R`` does
 not matter (§5.1); the first rows in table order are taken.
@@ -44,6 +45,7 @@ from republish.heuristics._pairs import (
     qi_classes,
     residue_mask,
 )
+from republish.ldiversity_bounds import phase_one_heights
 from republish.schema import Schema
 from republish.tables import encode_qis
 
@@ -110,26 +112,6 @@ class ThreePhaseResult:
     def optimal(self) -> bool:
         """True when ``|R|`` is proven minimal (phase one, or ``|R|`` meets the bound)."""
         return self.phase == 1 or self.suppressed_tuples == self.lower_bound
-
-
-def phase_one_heights(
-    pair_group: np.ndarray, pair_count: np.ndarray, n_groups: int, l: int  # noqa: E741
-) -> np.ndarray:
-    """Pillar height of every QI-group at the end of phase one (see module docstring)."""
-    pair_group = np.asarray(pair_group, dtype=np.int64)
-    pair_count = np.asarray(pair_count, dtype=np.int64)
-    order = np.lexsort((-pair_count, pair_group))
-    group = pair_group[order]
-    count = pair_count[order]
-    starts = np.searchsorted(group, np.arange(n_groups))
-    rank = np.arange(len(group)) - starts[group]
-    size = np.bincount(pair_group, weights=pair_count, minlength=n_groups).astype(np.int64)
-    top = np.zeros((n_groups, l), dtype=np.int64)
-    first = rank < l
-    top[group[first], rank[first]] = count[first]
-    before = np.cumsum(top, axis=1) - top
-    bounds = (size[:, None] - before) // (l - np.arange(l))
-    return np.minimum(top[:, 0], bounds.min(axis=1))
 
 
 class _Engine:

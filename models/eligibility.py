@@ -42,7 +42,7 @@ from ortools.sat.python import cp_model
 
 from republish.eligibility_types import (
     EligibilitySolution,
-    new_value_names,
+    available_counterfeit_values,
     present_values,
     solution_from_targets,
     too_few_values_message,
@@ -141,12 +141,11 @@ def solve_eligibility(
     present = present_values(original)
     counterfeit_values: list[str] = []
     if mode != "delete":
-        counterfeit_values = list(present)
-        if len(present) < m:
-            if allow_new_values:
-                counterfeit_values += new_value_names(original, new_values, m - len(present))
-            elif mode == "counterfeit":
-                raise ParameterError(too_few_values_message(m, len(present)))
+        available = available_counterfeit_values(original, m, allow_new_values, new_values)
+        if available is None and mode == "counterfeit":
+            raise ParameterError(too_few_values_message(m, len(present)))
+        # Fewer than m values and no new ones: added_bound below is 0, only deletions help.
+        counterfeit_values = list(present) if available is None else available
     values = list(original) + [v for v in counterfeit_values if v not in original]
 
     largest = max(original.values())

@@ -223,6 +223,24 @@ def new_value_names(
     return names
 
 
+def available_counterfeit_values(
+    counts: Mapping[str, int], m: int, allow_new_values: bool, new_values: Sequence[str]
+) -> list[str] | None:
+    """Values counterfeits may take, or ``None`` when fewer than ``m`` are available.
+
+    The values present, in the mapping's order; when fewer than ``m`` are present and
+    ``allow_new_values`` is set, ``m - l`` new ones follow (:func:`new_value_names`).
+    More new values never lower the number of counterfeits needed (the water-filling
+    argument of Proposition 3), so no more are offered.
+    """
+    values = present_values(counts)
+    if len(values) < m:
+        if not allow_new_values:
+            return None
+        values += new_value_names(counts, new_values, m - len(values))
+    return values
+
+
 def solution_from_targets(
     method: str,
     m: int,

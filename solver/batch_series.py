@@ -124,15 +124,20 @@ def _sum_heuristic(parts: list[Certificate]) -> float | None:
     return None if any(v is None for v in values) else float(sum(v for v in values if v))
 
 
+#: The input table and the dynamic series drawn from it (m-invariance paper, §5).
+SERIES_PARAMS: dict[str, Param] = {
+    **TABLE_PARAMS,
+    "m": Param("int", "m of m-invariance", required=True, minimum=2),
+    "initial": Param("int", "rows of T(1)", required=True, minimum=1),
+    "r": Param("int", "deletions and insertions per release", default=0, minimum=0),
+    "releases": Param("int", "number of releases", default=2, minimum=1),
+}
+
 RELEASE_SERIES = Problem(
     name="release-series",
     summary="m-invariant releases of a dynamic series (m-invariance paper, §5)",
     params={
-        **TABLE_PARAMS,
-        "m": Param("int", "m of m-invariance", required=True, minimum=2),
-        "initial": Param("int", "rows of T(1)", required=True, minimum=1),
-        "r": Param("int", "deletions and insertions per release", default=0, minimum=0),
-        "releases": Param("int", "number of releases", default=2, minimum=1),
+        **SERIES_PARAMS,
         "reinsert_fraction": Param("float", "share of insertions that are re-insertions",
                                    default=0.0, minimum=0.0, maximum=1.0),
         "method": Param("str", "the paper's greedy phases, or the exact models hinted with "
@@ -313,11 +318,7 @@ COMPARE = Problem(
     name="compare",
     summary="heuristic vs exact m-invariant pipelines on one dynamic series",
     params={
-        **TABLE_PARAMS,
-        "m": Param("int", "m of m-invariance", required=True, minimum=2),
-        "initial": Param("int", "rows of T(1)", required=True, minimum=1),
-        "r": Param("int", "deletions and insertions per release", default=0, minimum=0),
-        "releases": Param("int", "number of releases", default=2, minimum=1),
+        **SERIES_PARAMS,
         "queries": Param("int", "query-workload size for the query error", default=100,
                          minimum=1),
     },

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 
 from republish.audit.knowledge import knowledge_from_releases
-from republish.cli import main
 from republish.examples.hospital import load_hospital
 from republish.release import write_release
 
@@ -17,12 +16,8 @@ SCHEMA = Path(__file__).resolve().parents[1] / "republish" / "examples" / "hospi
 
 
 def run(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["republish", "audit", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-        raise SystemExit(0)
-    captured = capsys.readouterr()
-    return int(exit_info.value.code or 0), captured.out, captured.err
+    """``republish audit *args``: exit code, stdout, stderr (words joined by single spaces)."""
+    return run_cli(monkeypatch, capsys, "audit", *args)
 
 
 @pytest.fixture

@@ -2,54 +2,25 @@
 
 from __future__ import annotations
 
-import io
 import json
-import sqlite3
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import run_cli, tamper
 
-from republish.cli import main
 from republish.store import HISTORY_FIELDS
 
 HOSPITAL = Path(__file__).resolve().parents[1] / "republish" / "examples" / "hospital"
 SCHEMA = HOSPITAL / "schema.toml"
 
 
-def tamper(path: Path, number: int) -> None:
-    """Change one published sensitive value of release ``number`` behind the store's back."""
-    connection = sqlite3.connect(path)
-    blob = connection.execute("SELECT published FROM releases WHERE number = ?",
-                              (number,)).fetchone()[0]
-    frame = pd.read_parquet(io.BytesIO(blob))
-    frame.loc[0, "disease"] = frame.loc[0, "disease"] + "-x"
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    connection.execute("UPDATE releases SET published = ? WHERE number = ?",
-                       (buffer.getvalue(), number))
-    connection.commit()
-    connection.close()
-
-
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["republish", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-        raise SystemExit(0)
-    captured = capsys.readouterr()
-    # stderr goes through rich, which wraps long lines: compare words, not line breaks.
-    return int(exit_info.value.code or 0), captured.out, " ".join(captured.err.split())
-
-
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
           capsys: pytest.CaptureFixture[str]) -> Path:
     path = tmp_path / "s.db"
-    code, out, _ = run(monkeypatch, capsys, "init", "--store", str(path), "--schema",
-                       str(SCHEMA), "--m", "2")
+    code, out, _ = run_cli(monkeypatch, capsys, "init", "--store", str(path), "--schema",
+                           str(SCHEMA), "--m", "2")
     assert code == 0 and "created" in out
     return path
 
@@ -57,11 +28,11 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 def test_release_sequence(store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                           capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "out"
-    code, _, _ = run(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store",
-                     str(store), "-o", str(out_dir), "--seed", "1")
+    code, _, _ = run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store",
+                         str(store), "-o", str(out_dir), "--seed", "1")
     assert code == 0
-    code, out, _ = run(monkeypatch, capsys, "release", str(HOSPITAL / "table2a.csv"), "--store",
-                       str(store), "-o", str(out_dir), "--seed", "2", "--json")
+    code, out, _ = run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table2a.csv"), "--store",
+                           str(store), "-o", str(out_dir), "--seed", "2", "--json")
     assert code == 0 and json.loads(out)["release"] == 2
     published = pd.read_csv(out_dir / "release-2.csv")
     assert list(published.columns) == ["group", "age", "zip", "disease"]  # no identifier
@@ -70,15 +41,15 @@ def test_release_sequence(store: Path, tmp_path: Path, monkeypatch: pytest.Monke
     assert int(counterfeits["count"].sum()) == json.loads(out)["counterfeits"]
     assert not [p for p in out_dir.iterdir() if p.name.startswith(".")]  # no staging left
 
-    code, out, _ = run(monkeypatch, capsys, "history", "--store", str(store), "--json")
+    code, out, _ = run_cli(monkeypatch, capsys, "history", "--store", str(store), "--json")
     history = json.loads(out)
     assert code == 0 and [h["release"] for h in history] == [1, 2]
     assert all(set(HISTORY_FIELDS) <= set(h) for h in history)
     assert history[1]["new"] == 5 and history[1]["deleted"] == 5
-    code, out, _ = run(monkeypatch, capsys, "history", "--store", str(store))
+    code, out, _ = run_cli(monkeypatch, capsys, "history", "--store", str(store))
     assert code == 0 and "HEURISTIC" in out
 
-    code, out, _ = run(monkeypatch, capsys, "verify", "--store", str(store))
+    code, out, _ = run_cli(monkeypatch, capsys, "verify", "--store", str(store))
     assert code == 0 and "OK" in out
 
 
@@ -87,29 +58,29 @@ def test_seed_makes_releases_reproducible(tmp_path: Path, monkeypatch: pytest.Mo
     texts = []
     for name in ("a", "b"):
         path = tmp_path / f"{name}.db"
-        run(monkeypatch, capsys, "init", "--store", str(path), "--schema", str(SCHEMA), "--m",
-            "2")
-        run(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store", str(path),
-            "-o", str(tmp_path / name), "--seed", "7")
+        run_cli(monkeypatch, capsys, "init", "--store", str(path), "--schema", str(SCHEMA), "--m",
+                "2")
+        run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store", str(path),
+                "-o", str(tmp_path / name), "--seed", "7")
         texts.append((tmp_path / name / "release-1.csv").read_text())
     assert texts[0] == texts[1]
 
 
 def test_verify_reports_tampering(store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                   capsys: pytest.CaptureFixture[str]) -> None:
-    run(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store", str(store),
-        "-o", str(tmp_path / "out"), "--seed", "3")
+    run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store", str(store),
+            "-o", str(tmp_path / "out"), "--seed", "3")
     tamper(store, 1)
-    code, _, err = run(monkeypatch, capsys, "verify", "--store", str(store))
+    code, _, err = run_cli(monkeypatch, capsys, "verify", "--store", str(store))
     assert code == 1 and "release 1" in err
-    code, out, _ = run(monkeypatch, capsys, "verify", "--store", str(store), "--json")
+    code, out, _ = run_cli(monkeypatch, capsys, "verify", "--store", str(store), "--json")
     assert code == 1 and json.loads(out)["ok"] is False
 
 
 def test_parquet_output(store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                         capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, _ = run(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store",
-                     str(store), "-o", str(tmp_path / "out"), "--format", "parquet")
+    code, _, _ = run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store",
+                         str(store), "-o", str(tmp_path / "out"), "--format", "parquet")
     assert code == 0
     frame = pd.read_parquet(tmp_path / "out" / "release-1.parquet")
     assert len(frame) == 11 and "name" not in frame.columns
@@ -120,32 +91,32 @@ def test_bad_inputs_exit_2(store: Path, tmp_path: Path, monkeypatch: pytest.Monk
     out_dir = tmp_path / "out"
     bad = tmp_path / "bad.csv"
     pd.read_csv(HOSPITAL / "table1a.csv").drop(columns=["zip"]).to_csv(bad, index=False)
-    code, out, err = run(monkeypatch, capsys, "release", str(bad), "--store", str(store), "-o",
-                         str(out_dir))
+    code, out, err = run_cli(monkeypatch, capsys, "release", str(bad), "--store", str(store), "-o",
+                             str(out_dir))
     assert code == 2 and "schema" in err and "zip" in err and out == ""
     other_schema = tmp_path / "schema.toml"
     other_schema.write_text(SCHEMA.read_text().replace('name = "zip"', 'name = "zipcode"'))
-    code, _, err = run(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store",
-                       str(store), "-o", str(out_dir), "--schema", str(other_schema))
+    code, _, err = run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store",
+                           str(store), "-o", str(out_dir), "--schema", str(other_schema))
     assert code == 2 and "schema differs" in err
-    code, _, _ = run(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store",
-                     str(store), "-o", str(out_dir))
+    code, _, _ = run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"), "--store",
+                         str(store), "-o", str(out_dir))
     assert code == 0
     changed = tmp_path / "changed.csv"
     table = pd.read_csv(HOSPITAL / "table2a.csv")
     table.loc[table["name"] == "Bob", "disease"] = "flu"
     table.to_csv(changed, index=False)
-    code, _, err = run(monkeypatch, capsys, "release", str(changed), "--store", str(store), "-o",
-                       str(tmp_path / "out2"))
+    code, _, err = run_cli(monkeypatch, capsys, "release", str(changed), "--store", str(store),
+                           "-o", str(tmp_path / "out2"))
     assert code == 2 and "Bob" in err and "m-Distinct" in err
-    code, _, err = run(monkeypatch, capsys, "init", "--store", str(store), "--schema",
-                       str(SCHEMA), "--m", "2")
+    code, _, err = run_cli(monkeypatch, capsys, "init", "--store", str(store), "--schema",
+                           str(SCHEMA), "--m", "2")
     assert code == 2 and "already exists" in err
-    code, _, err = run(monkeypatch, capsys, "history", "--store", str(tmp_path / "none.db"))
+    code, _, err = run_cli(monkeypatch, capsys, "history", "--store", str(tmp_path / "none.db"))
     assert code == 2 and "not found" in err
     # Release 2 again into a directory that already holds release-2 files is refused.
     (tmp_path / "out3").mkdir()
     (tmp_path / "out3" / "release-2.csv").write_text("x")
-    code, _, err = run(monkeypatch, capsys, "release", str(HOSPITAL / "table2a.csv"), "--store",
-                       str(store), "-o", str(tmp_path / "out3"))
+    code, _, err = run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table2a.csv"), "--store",
+                           str(store), "-o", str(tmp_path / "out3"))
     assert code == 2 and "already exist" in err

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import EPS_SCHEMA, EPS_TABLE_1A, EPS_TABLE_2A
 
 from republish.categories import SACategories
 from republish.errors import InputError, ParameterError
@@ -21,19 +22,14 @@ from republish.principles.eps_inclusion import (
     last_signatures,
 )
 from republish.release import COUNT, GROUP, Release
-from republish.schema import Hierarchy, QIAttribute, Schema
+from republish.schema import Hierarchy
 
-SCHEMA = Schema("name", "disease", (QIAttribute("age"), QIAttribute("zip")))
+SCHEMA = EPS_SCHEMA
 IDENTITY = SACategories.identity()
 
 # Table 1a (microdata T(1)) and Table 2a (T(2)); zip codes in thousands.
-T1 = [("Bob", 21, 12, "dyspepsia"), ("Alice", 22, 14, "bronchitis"), ("Andy", 24, 18, "flu"),
-      ("David", 23, 25, "gastritis"), ("Gary", 41, 20, "flu"), ("Helen", 36, 27, "gastritis"),
-      ("Jane", 37, 33, "dyspepsia"), ("Ken", 40, 35, "flu")]
-T2 = [("Bob", 21, 12, "dyspepsia"), ("David", 23, 25, "gastritis"), ("Mary", 24, 30, "pneumonia"),
-      ("Emily", 25, 21, "flu"), ("Jane", 37, 33, "dyspepsia"), ("Gary", 41, 20, "flu"),
-      ("Tom", 60, 44, "gastritis"), ("Vince", 65, 36, "flu"), ("Ray", 22, 27, "colitis"),
-      ("Paul", 52, 34, "pneumonia"), ("Steve", 56, 40, "gastritis")]
+T1 = EPS_TABLE_1A
+T2 = EPS_TABLE_2A
 # Table 1b: the groups of T*(1) and their published (permuted) values.
 GROUPS_1 = {"Bob": 1, "Alice": 1, "Andy": 2, "David": 2, "Gary": 3, "Helen": 3, "Jane": 4,
             "Ken": 4}

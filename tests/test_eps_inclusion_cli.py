@@ -2,41 +2,18 @@
 
 from __future__ import annotations
 
-import io
 import json
-import sqlite3
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import EPS_COLUMNS, EPS_TABLE_1A, EPS_TABLE_2A, csv_text, rewrite_published, run_cli
 
-from republish.cli import main
 from republish.store import HISTORY_FIELDS
 
-T1 = """name,age,zip,disease
-Bob,21,12,dyspepsia
-Alice,22,14,bronchitis
-Andy,24,18,flu
-David,23,25,gastritis
-Gary,41,20,flu
-Helen,36,27,gastritis
-Jane,37,33,dyspepsia
-Ken,40,35,flu
-"""
-T2 = """name,age,zip,disease
-Bob,21,12,dyspepsia
-David,23,25,gastritis
-Mary,24,30,pneumonia
-Emily,25,21,flu
-Jane,37,33,dyspepsia
-Gary,41,20,flu
-Tom,60,44,gastritis
-Vince,65,36,flu
-Ray,22,27,colitis
-Paul,52,34,pneumonia
-Steve,56,40,gastritis
-"""
+# The ε-inclusion paper's Tables 1a and 2a.
+T1 = csv_text(EPS_COLUMNS, EPS_TABLE_1A)
+T2 = csv_text(EPS_COLUMNS, EPS_TABLE_2A)
 SCHEMA = """id = "name"
 sensitive = "disease"
 [[qi]]
@@ -56,16 +33,6 @@ pneumonia,respiratory
 """
 
 
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["republish", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-        raise SystemExit(0)
-    captured = capsys.readouterr()
-    return int(exit_info.value.code or 0), captured.out, " ".join(captured.err.split())
-
-
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
     for name, text in (("t1.csv", T1), ("t2.csv", T2), ("schema.toml", SCHEMA),
@@ -76,8 +43,8 @@ def files(tmp_path: Path) -> Path:
 
 def _init(files: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
           *extra: str) -> tuple[int, str, str]:
-    return run(monkeypatch, capsys, "init", "--store", str(files / "s.db"), "--schema",
-               str(files / "schema.toml"), "--principle", "eps-inclusion", *extra)
+    return run_cli(monkeypatch, capsys, "init", "--store", str(files / "s.db"), "--schema",
+                   str(files / "schema.toml"), "--principle", "eps-inclusion", *extra)
 
 
 def test_store_sequence(files: Path, monkeypatch: pytest.MonkeyPatch,
@@ -88,8 +55,8 @@ def test_store_sequence(files: Path, monkeypatch: pytest.MonkeyPatch,
     assert code == 0 and "eps-inclusion" in out and "ε = λ·τ = 2·1 = 2" in out
     store, out_dir = str(files / "s.db"), str(files / "out")
     for number, seed in ((1, "1"), (2, "2")):
-        code, out, _ = run(monkeypatch, capsys, "release", str(files / f"t{number}.csv"),
-                           "--store", store, "-o", out_dir, "--seed", seed, "--json")
+        code, out, _ = run_cli(monkeypatch, capsys, "release", str(files / f"t{number}.csv"),
+                               "--store", store, "-o", out_dir, "--seed", seed, "--json")
         assert code == 0 and json.loads(out)["release"] == number
     summary = json.loads(out)
     published = pd.read_csv(files / "out" / "release-2.csv")
@@ -100,16 +67,16 @@ def test_store_sequence(files: Path, monkeypatch: pytest.MonkeyPatch,
     assert int(substitutions["count"].sum()) == summary["substitutions"] == 1
     assert summary["counterfeits"] == 0 and not (files / "out" / "counterfeits-2.csv").exists()
 
-    code, out, _ = run(monkeypatch, capsys, "history", "--store", store, "--json")
+    code, out, _ = run_cli(monkeypatch, capsys, "history", "--store", store, "--json")
     history = json.loads(out)
     assert code == 0 and all(set(HISTORY_FIELDS) <= set(h) for h in history)
     assert [h["substitutions"] for h in history] == [0, 1]
-    code, out, _ = run(monkeypatch, capsys, "verify", "--store", store)
+    code, out, _ = run_cli(monkeypatch, capsys, "verify", "--store", store)
     assert code == 0 and "OK" in out
-    code, out, _ = run(monkeypatch, capsys, "verify", "--store", store, "--json")
+    code, out, _ = run_cli(monkeypatch, capsys, "verify", "--store", store, "--json")
     assert code == 0 and json.loads(out)["principle"] == "eps-inclusion"
 
-    code, out, _ = run(monkeypatch, capsys, "audit", "--store", store, "--json")
+    code, out, _ = run_cli(monkeypatch, capsys, "audit", "--store", store, "--json")
     document = json.loads(out)
     assert code == 0 and document["vulnerable"] == 0
     assert min(int(k) for k in document["intersection_sizes"]) >= 2
@@ -121,19 +88,14 @@ def test_verify_catches_a_dropped_value(files: Path, monkeypatch: pytest.MonkeyP
     _init(files, monkeypatch, capsys, "--lambda", "2")
     store = str(files / "s.db")
     for number in (1, 2):
-        run(monkeypatch, capsys, "release", str(files / f"t{number}.csv"), "--store", store,
-            "-o", str(files / "out"), "--seed", "5")
-    connection = sqlite3.connect(files / "s.db")
-    blob = connection.execute("SELECT published FROM releases WHERE number = 2").fetchone()[0]
-    frame = pd.read_parquet(io.BytesIO(blob))
-    frame["disease"] = frame["disease"].replace({"bronchitis": "asthma"})
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    connection.execute("UPDATE releases SET published = ? WHERE number = 2",
-                       (buffer.getvalue(),))
-    connection.commit()
-    connection.close()
-    code, out, _ = run(monkeypatch, capsys, "verify", "--store", store, "--json")
+        run_cli(monkeypatch, capsys, "release", str(files / f"t{number}.csv"), "--store", store,
+                "-o", str(files / "out"), "--seed", "5")
+
+    def drop_bronchitis(frame: pd.DataFrame) -> None:
+        frame["disease"] = frame["disease"].replace({"bronchitis": "asthma"})
+
+    rewrite_published(files / "s.db", 2, drop_bronchitis)
+    code, out, _ = run_cli(monkeypatch, capsys, "verify", "--store", store, "--json")
     reasons = " ".join(v["reason"] for v in json.loads(out)["violations"])
     assert code == 1 and "signatures may only grow" in reasons and "bronchitis" in reasons
 
@@ -144,8 +106,8 @@ def test_bad_options_exit_2(files: Path, monkeypatch: pytest.MonkeyPatch,
     assert code == 2 and "--lambda" in err
     code, _, err = _init(files, monkeypatch, capsys, "--lambda", "2", "--m", "3")
     assert code == 2 and "differs" in err
-    code, _, err = run(monkeypatch, capsys, "init", "--store", str(files / "m.db"), "--schema",
-                       str(files / "schema.toml"), "--m", "2", "--lambda", "2")
+    code, _, err = run_cli(monkeypatch, capsys, "init", "--store", str(files / "m.db"), "--schema",
+                           str(files / "schema.toml"), "--m", "2", "--lambda", "2")
     assert code == 2 and "eps-inclusion" in err
     code, _, err = _init(files, monkeypatch, capsys, "--lambda", "2", "--categories",
                          str(files / "t1.csv"))

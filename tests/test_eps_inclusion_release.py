@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import EPS_COLUMNS, EPS_SCHEMA, EPS_TABLE_1A, EPS_TABLE_2A
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,23 +26,13 @@ from republish.metrics import estimate_from_permuted, generate_queries
 from republish.models.eps_assignment import TypeCounts, solve_eps_assignment
 from republish.principles.eps_inclusion import check_eps_inclusion_sequence, last_signatures
 from republish.release import COUNT
-from republish.schema import QIAttribute, Schema
 from republish.solver.eps_inclusion import publish_eps_inclusive
 from republish.tables import encode_qis, validate_table
 
-SCHEMA = Schema("name", "disease", (QIAttribute("age"), QIAttribute("zip")))
+SCHEMA = EPS_SCHEMA
 IDENTITY = SACategories.identity()
-T1 = pd.DataFrame(
-    [("Bob", 21, 12, "dyspepsia"), ("Alice", 22, 14, "bronchitis"), ("Andy", 24, 18, "flu"),
-     ("David", 23, 25, "gastritis"), ("Gary", 41, 20, "flu"), ("Helen", 36, 27, "gastritis"),
-     ("Jane", 37, 33, "dyspepsia"), ("Ken", 40, 35, "flu")],
-    columns=["name", "age", "zip", "disease"])
-T2 = pd.DataFrame(
-    [("Bob", 21, 12, "dyspepsia"), ("David", 23, 25, "gastritis"), ("Mary", 24, 30, "pneumonia"),
-     ("Emily", 25, 21, "flu"), ("Jane", 37, 33, "dyspepsia"), ("Gary", 41, 20, "flu"),
-     ("Tom", 60, 44, "gastritis"), ("Vince", 65, 36, "flu"), ("Ray", 22, 27, "colitis"),
-     ("Paul", 52, 34, "pneumonia"), ("Steve", 56, 40, "gastritis")],
-    columns=["name", "age", "zip", "disease"])
+T1 = pd.DataFrame(EPS_TABLE_1A, columns=list(EPS_COLUMNS))
+T2 = pd.DataFrame(EPS_TABLE_2A, columns=list(EPS_COLUMNS))
 
 
 def test_paper_series_through_the_pipeline() -> None:

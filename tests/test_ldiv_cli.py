@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import run_cli
 from pycanon import anonymity
 
-from republish.cli import main
 from republish.datasets import load_adult
 from republish.heuristics.mondrian import mondrian_generalization
 from republish.principles.l_diversity import check_l_diversity
@@ -117,12 +116,8 @@ def test_mondrian_renders_both_models() -> None:
 
 
 def run(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["republish", "ldiv", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-        raise SystemExit(0)
-    captured = capsys.readouterr()
-    return int(exit_info.value.code or 0), captured.out, captured.err
+    """``republish ldiv *args``: exit code, stdout, stderr (words joined by single spaces)."""
+    return run_cli(monkeypatch, capsys, "ldiv", *args)
 
 
 @pytest.fixture

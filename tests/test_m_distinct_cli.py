@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import run_cli
 from test_m_distinct_paper import CLASSES, T1, T2
 
-from republish.cli import main
 from republish.store import ReleaseStore
 
 SCHEMA_TEXT = """id = "name"
@@ -22,16 +21,6 @@ kind = "numeric"
 name = "hours"
 kind = "numeric"
 """
-
-
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["republish", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-        raise SystemExit(0)
-    captured = capsys.readouterr()
-    return int(exit_info.value.code or 0), captured.out, " ".join(captured.err.split())
 
 
 @pytest.fixture
@@ -54,42 +43,42 @@ def files(tmp_path: Path) -> dict[str, Path]:
 def test_store_workflow(files: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
                         capsys: pytest.CaptureFixture[str]) -> None:
     store = str(files["s.db"])
-    code, out, _ = run(monkeypatch, capsys, "init", "--store", store, "--schema",
-                       str(files["schema.toml"]), "--m", "2", "--principle", "m-distinct",
-                       "--transitions", str(files["T.csv"]))
+    code, out, _ = run_cli(monkeypatch, capsys, "init", "--store", store, "--schema",
+                           str(files["schema.toml"]), "--m", "2", "--principle", "m-distinct",
+                           "--transitions", str(files["T.csv"]))
     assert code == 0 and "m-distinct" in out
     for k, name in enumerate(("t1.csv", "t2.csv", "t3.csv"), start=1):
-        code, out, err = run(monkeypatch, capsys, "release", str(files[name]), "--store", store,
-                             "-o", str(files["out"]), "--seed", str(k), "--json")
+        code, out, err = run_cli(monkeypatch, capsys, "release", str(files[name]), "--store", store,
+                                 "-o", str(files["out"]), "--seed", str(k), "--json")
         assert code == 0, err
         assert json.loads(out)["release"] == k
     assert (files["out"] / "release-3.csv").is_file()
-    code, out, _ = run(monkeypatch, capsys, "verify", "--store", store, "--json")
+    code, out, _ = run_cli(monkeypatch, capsys, "verify", "--store", store, "--json")
     assert code == 0 and json.loads(out)["ok"] and json.loads(out)["principle"] == "m-distinct"
-    code, out, _ = run(monkeypatch, capsys, "history", "--store", store, "--json")
+    code, out, _ = run_cli(monkeypatch, capsys, "history", "--store", store, "--json")
     assert [row["release"] for row in json.loads(out)] == [1, 2, 3]
-    code, out, _ = run(monkeypatch, capsys, "audit", "--store", store, "--json")
+    code, out, _ = run_cli(monkeypatch, capsys, "audit", "--store", store, "--json")
     document = json.loads(out)
     assert code == 0 and document["vulnerable"] == 0
     assert document["sug"]["group_adversary"]["vulnerable_versions"] == 0
     assert document["max_exact_risk"] <= 0.5 + 1e-9
-    code, out, _ = run(monkeypatch, capsys, "audit", "--store", store)
+    code, out, _ = run_cli(monkeypatch, capsys, "audit", "--store", store)
     assert code == 0 and "SUG attack" in out
 
 
 def test_store_refuses_illegal_updates(files: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     store = str(files["s.db"])
-    run(monkeypatch, capsys, "init", "--store", store, "--schema", str(files["schema.toml"]),
-        "--m", "2", "--principle", "m-distinct", "--transitions", str(files["T.csv"]),
-        "--strict")
-    assert run(monkeypatch, capsys, "release", str(files["t1.csv"]), "--store", store, "-o",
-               str(files["out"]))[0] == 0
+    run_cli(monkeypatch, capsys, "init", "--store", store, "--schema", str(files["schema.toml"]),
+            "--m", "2", "--principle", "m-distinct", "--transitions", str(files["T.csv"]),
+            "--strict")
+    assert run_cli(monkeypatch, capsys, "release", str(files["t1.csv"]), "--store", store, "-o",
+                   str(files["out"]))[0] == 0
     jumped = T2.copy()
     jumped.loc[jumped.name == "Ken", "disease"] = "Flu"  # dyspepsia cannot become flu
     jumped.to_csv(files["t2.csv"], index=False)
-    code, _, err = run(monkeypatch, capsys, "release", str(files["t2.csv"]), "--store", store,
-                       "-o", str(files["out"]))
+    code, _, err = run_cli(monkeypatch, capsys, "release", str(files["t2.csv"]), "--store", store,
+                           "-o", str(files["out"]))
     assert code == 2 and "transition model" in err
     with ReleaseStore.open(files["s.db"]) as opened:
         assert opened.last_release == 1 and opened.options["strict"] is True
@@ -103,8 +92,8 @@ def test_init_usage_errors(files: dict[str, Path], monkeypatch: pytest.MonkeyPat
                            capsys: pytest.CaptureFixture[str], extra: list[str],
                            message: str) -> None:
     extra = [str(files["T.csv"]) if e == "T.csv" else e for e in extra]
-    code, _, err = run(monkeypatch, capsys, "init", "--store", str(files["s.db"]), "--schema",
-                       str(files["schema.toml"]), "--m", "2", *extra)
+    code, _, err = run_cli(monkeypatch, capsys, "init", "--store", str(files["s.db"]), "--schema",
+                           str(files["schema.toml"]), "--m", "2", *extra)
     assert code == 2 and message in err
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import PLACE_HIERARCHY, THREE_KIND_SCHEMA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,21 +30,11 @@ from republish.principles import (
     verify_release,
 )
 from republish.release import Release, build_release
-from republish.schema import Hierarchy, QIAttribute, Schema, make_schema
+from republish.schema import QIAttribute, Schema, make_schema
 from republish.tables import validate_table
 
-HIERARCHY = Hierarchy.from_rows(
-    [["x1", "X", "*"], ["x2", "X", "*"], ["y1", "Y", "*"], ["y2", "Y", "*"]]
-)
-SCHEMA = Schema(
-    identifier="id",
-    sensitive="sa",
-    qis=(
-        QIAttribute("age"),
-        QIAttribute("edu", "ordered", order=("a", "b", "c")),
-        QIAttribute("place", "hierarchy", hierarchy=HIERARCHY),
-    ),
-)
+HIERARCHY = PLACE_HIERARCHY
+SCHEMA = THREE_KIND_SCHEMA
 QIS = SCHEMA.qi_names
 SA_VALUES = ("s0", "s1", "s2", "s3")
 EXTRA_VALUES = ("c0", "c1", "c2", "c3", "c4")

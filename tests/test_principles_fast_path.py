@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from helpers import PLACE_HIERARCHY, THREE_KIND_SCHEMA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,21 +39,10 @@ from republish.principles.hygiene import counterfeit_excess
 from republish.principles.m_invariance import _uniqueness_violations, uniqueness_groups
 from republish.principles.vectorized import ReleaseArrays
 from republish.release import Release, build_release
-from republish.schema import Hierarchy, QIAttribute, Schema
 from republish.tables import validate_table
 
-HIERARCHY = Hierarchy.from_rows(
-    [["x1", "X", "*"], ["x2", "X", "*"], ["y1", "Y", "*"], ["y2", "Y", "*"]]
-)
-SCHEMA = Schema(
-    identifier="id",
-    sensitive="sa",
-    qis=(
-        QIAttribute("age"),
-        QIAttribute("edu", "ordered", order=("a", "b", "c")),
-        QIAttribute("place", "hierarchy", hierarchy=HIERARCHY),
-    ),
-)
+HIERARCHY = PLACE_HIERARCHY
+SCHEMA = THREE_KIND_SCHEMA
 VALUES = ("s0", "s1", "s2", "s3", "s4", "s5")
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import io
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import tamper
 
 from republish.errors import StoreError
 from republish.examples.hospital import load_hospital
@@ -68,21 +68,6 @@ def test_round_trip_and_history(hospital_store: tuple[ReleaseStore, StepResult])
         assert a["last_release"] == b["last_release"] and a["age"] == b["age"]
     assert reopened.checksum_problems() == []
     reopened.close()
-
-
-def tamper(path: Path, number: int) -> None:
-    """Change one published sensitive value of release ``number`` behind the store's back."""
-    connection = sqlite3.connect(path)
-    blob = connection.execute("SELECT published FROM releases WHERE number = ?",
-                              (number,)).fetchone()[0]
-    frame = pd.read_parquet(io.BytesIO(blob))
-    frame.loc[0, "disease"] = frame.loc[0, "disease"] + "-x"
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    connection.execute("UPDATE releases SET published = ? WHERE number = ?",
-                       (buffer.getvalue(), number))
-    connection.commit()
-    connection.close()
 
 
 def test_tampering_breaks_the_checksum(hospital_store: tuple[ReleaseStore, StepResult]) -> None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -201,6 +201,25 @@ def _vectorized_edges(arrays: ReleaseArrays) -> GroupEdges:
     )
 
 
+def _layout_violation(
+    pattern: str, detail: str, log_probability: float, log_alpha: float, rows: Iterable[int]
+) -> Violation | None:
+    """A layout pattern's violation, if its probability under a random order is at most alpha.
+
+    The reason reads ``<pattern> (<detail>probability p under a random row order); ...``.
+    """
+    if log_probability > log_alpha:
+        return None
+    return Violation(
+        group=None,
+        reason=(
+            f"{pattern} ({detail}probability {math.exp(log_probability):.3g} under a random "
+            "row order); shuffle the published rows"
+        ),
+        rows=tuple(rows),
+    )
+
+
 def _block_violation(
     sensitive: list[str],
     groups: list[Any],
@@ -221,17 +240,10 @@ def _block_violation(
     log_probability = sum(_log_comb(published[k], e) for k, e in excess.items()) - _log_comb(
         size, total
     )
-    if log_probability > log_alpha:
-        return None
     where = "last" if at_end else "first"
-    return Violation(
-        group=None,
-        reason=(
-            f"the {where} {total} rows of T*(j) are exactly its counterfeits (probability "
-            f"{math.exp(log_probability):.3g} under a random row order); shuffle the "
-            "published rows"
-        ),
-        rows=tuple(positions),
+    return _layout_violation(
+        f"the {where} {total} rows of T*(j) are exactly its counterfeits", "",
+        log_probability, log_alpha, positions,
     )
 
 
@@ -257,19 +269,13 @@ def _per_group_violation(
     if any(excess[(g, sensitive[edge[g]])] == 0 for g in compatible):
         return None
     log_probability = sum(math.log(compatible[g] / sizes[g]) for g in compatible)
-    if log_probability > log_alpha:
+    if log_probability > log_alpha:  # before the rows are sorted and formatted
         return None
     where = "last" if last else "first"
     rows = sorted(edge[g] for g in compatible)
-    return Violation(
-        group=None,
-        reason=(
-            f"each of the {len(compatible)} groups holding counterfeits has a counterfeit as "
-            f"its {where} row (rows {format_rows(rows)}; probability "
-            f"{math.exp(log_probability):.3g} under a random row order); shuffle the "
-            "published rows"
-        ),
-        rows=tuple(rows),
+    return _layout_violation(
+        f"each of the {len(compatible)} groups holding counterfeits has a counterfeit as "
+        f"its {where} row", f"rows {format_rows(rows)}; ", log_probability, log_alpha, rows,
     )
 
 
@@ -302,16 +308,9 @@ def _sorted_violation(
         log_probability += sum(
             _log_comb(published[(g, v)], e) for (g, v), e in excess.items() if g == group
         ) - _log_comb(len(rows_of[group]), count)
-    if log_probability > log_alpha:
-        return None
-    return Violation(
-        group=None,
-        reason=(
-            "T*(j) is sorted by group with every group's counterfeits after its real rows "
-            f"(probability {math.exp(log_probability):.3g} under a random row order); shuffle "
-            "the published rows"
-        ),
-        rows=tuple(sorted(tail_rows)),
+    return _layout_violation(
+        "T*(j) is sorted by group with every group's counterfeits after its real rows", "",
+        log_probability, log_alpha, sorted(tail_rows),
     )
 
 
