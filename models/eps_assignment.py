@@ -31,24 +31,20 @@ must honour), then the number of new clusters ``N`` is maximized (smaller groups
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ortools.sat.python import cp_model
 
 from republish.certificate import Certificate
+from republish.cp_sat_status import CP_SAT_STATUS
+from republish.eps_plan import PlanCounts
 from republish.errors import ParameterError
 
 __all__ = ["EpsAssignment", "TypeCounts", "solve_eps_assignment"]
 
 STEP = "eps-assignment"
-_STATUS = {
-    cp_model.OPTIMAL: "OPTIMAL",
-    cp_model.FEASIBLE: "FEASIBLE",
-    cp_model.INFEASIBLE: "INFEASIBLE",
-    cp_model.UNKNOWN: "TIMEOUT",
-}
 
 
 @dataclass(frozen=True)
@@ -61,31 +57,18 @@ class TypeCounts:
     members: int
 
 
-class PlanLike(Protocol):
-    kept: tuple[int, ...]
-    fills: tuple[Mapping[int, int], ...]
-    substitutes: tuple[Mapping[int, int], ...]
-    extras: Mapping[int, int]
-    new_rows: Mapping[int, int]
-    new_clusters: int
-    deferred: Mapping[int, int]
+#: A hint: any plan of counts, e.g. the greedy ``AssignmentPlan``.
+PlanLike = PlanCounts
 
 
 @dataclass(frozen=True)
-class EpsAssignment:
-    """Counts chosen by the model (fields as in ``AssignmentPlan``), status and proof.
+class EpsAssignment(PlanCounts):
+    """Counts chosen by the model (the fields of :class:`PlanCounts`), status and proof.
 
     ``objective`` is (deferred rows, substitutions, extras, new clusters); ``status`` is
     ``OPTIMAL`` when every stage is proven optimal, ``FEASIBLE`` otherwise.
     """
 
-    kept: tuple[int, ...]
-    fills: tuple[dict[int, int], ...]
-    substitutes: tuple[dict[int, int], ...]
-    extras: dict[int, int]
-    new_rows: dict[int, int]
-    new_clusters: int
-    deferred: dict[int, int]
     objective: tuple[int, int, int, int]
     status: str
     certificate: Certificate
@@ -220,7 +203,7 @@ def solve_eps_assignment(
         left = time_limit - (time.perf_counter() - built)
         solver.parameters.max_time_in_seconds = max(left / (len(objectives) - position), 0.05)
         model.minimize(expression)
-        status = _STATUS.get(solver.solve(model), "ERROR")
+        status = CP_SAT_STATUS.get(solver.solve(model), "ERROR")
         stages[name] = status
         stages["solved"] = "yes"
         if status not in ("OPTIMAL", "FEASIBLE"):

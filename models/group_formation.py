@@ -148,19 +148,38 @@ def grouping_problems(
     """Why ``groups`` is not a valid grouping (empty when valid): every group holds at
     least ``m`` rows of distinct values and a real row; with ``exact_signature``, exactly
     one row of each of its values."""
-    problems: list[str] = []
     if len(groups) != len(values):
         return [f"{len(groups)} labels for {len(values)} rows"]
-    frame = pd.DataFrame({"g": groups, "v": values, "fake": is_counterfeit})
-    for label, group in frame.groupby("g", sort=True):
-        if group["v"].duplicated().any():
+    if len(groups) == 0:
+        return []
+    labels, group_index = np.unique(np.asarray(groups), return_inverse=True)
+    names, value_index = np.unique(np.asarray(values, dtype=object).astype(str),
+                                   return_inverse=True)
+    fake = np.asarray(is_counterfeit, dtype=bool)
+    size = np.bincount(group_index, minlength=len(labels))
+    real = np.bincount(group_index[~fake], minlength=len(labels))
+    pairs = np.unique(group_index.astype(np.int64) * len(names) + value_index)
+    distinct = np.bincount(pairs // len(names), minlength=len(labels))
+    repeats = distinct < size
+    small = size < m
+    mismatch = np.zeros(len(labels), dtype=bool)
+    if exact_signature is not None:
+        wanted = set(exact_signature)
+        inside = np.array([name in wanted for name in names.tolist()])
+        outside = np.bincount(group_index[~inside[value_index]], minlength=len(labels))
+        mismatch = repeats | (outside > 0) | (size != len(exact_signature))
+    problems: list[str] = []
+    for g in np.flatnonzero(repeats | small | (real == 0) | mismatch).tolist():
+        label = labels[g]
+        if repeats[g]:
             problems.append(f"group {label}: repeats a sensitive value")
-        if len(group) < m:
-            problems.append(f"group {label}: {len(group)} rows, fewer than {m}")
-        if group["fake"].all():
+        if small[g]:
+            problems.append(f"group {label}: {size[g]} rows, fewer than {m}")
+        if real[g] == 0:
             problems.append(f"group {label}: counterfeits only")
-        if exact_signature is not None and sorted(group["v"]) != sorted(exact_signature):
-            problems.append(f"group {label}: values {sorted(group['v'])} != signature")
+        if mismatch[g]:
+            held = sorted(names[value_index[group_index == g]].tolist())
+            problems.append(f"group {label}: values {held} != signature")
     return problems
 
 

@@ -19,7 +19,7 @@ from republish.datasets import dynamic_series
 from republish.errors import ParameterError
 from republish.metrics import query_error
 from republish.schema import Schema
-from republish.solver.m_invariance import publish_m_invariant
+from republish.solver.m_invariance import EligibilityMethod, publish_m_invariant
 from republish.solver.steps import Mode
 from republish.state import PublisherState
 from republish.tables import validate_table
@@ -45,13 +45,16 @@ def compare_pipelines(
     *,
     queries: int = 1000,
     workers: int = 1,
+    eligibility: EligibilityMethod = "counterfeit",
 ) -> pd.DataFrame:
     """Publish the same series with ``mode="heuristic"`` and ``mode="exact"``.
 
     ``time_limit`` is the budget of each release step of the exact pipeline (all its
-    models together) and of the eligibility model of the heuristic one. ``queries`` random queries (selectivity 0.1, seeded with ``seed``)
-    give each release's ``query_error``. Returns one row per pipeline and release with
-    the columns :data:`COLUMNS` (heuristic rows first).
+    models together) and of the eligibility model of the heuristic one. ``queries``
+    random queries (selectivity 0.1, seeded with ``seed``) give each release's
+    ``query_error``. ``eligibility`` (``counterfeit``, ``delete``, ``hybrid``) is what
+    both pipelines may use to make leftover rows m-eligible. Returns one row per pipeline
+    and release with the columns :data:`COLUMNS` (heuristic rows first).
 
     Raises
     ------
@@ -75,7 +78,7 @@ def compare_pipelines(
             step = publish_m_invariant(
                 microdata, schema, m, previous=state, rng=rng, validated=True,
                 eligibility_time_limit=time_limit, mode=mode, time_limit=time_limit,
-                workers=workers,
+                workers=workers, eligibility=eligibility,
             )
             state = step.state
             summary = step.summary()

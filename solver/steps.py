@@ -59,6 +59,7 @@ __all__ = [
     "AUTO_BUCKET_VARIABLES",
     "AUTO_COLUMNS",
     "AUTO_PAIR_ROWS",
+    "EXACT_COLUMNS",
     "MIN_MODEL_TIME",
     "Mode",
     "bucket_step",
@@ -82,6 +83,11 @@ AUTO_PAIR_ROWS = 20_000
 #: ``auto``: signature size >= 3 (and partitions) exact while the candidate groups of the
 #: set-partitioning MIP number at most this.
 AUTO_COLUMNS = 60_000
+#: ``exact``: the most candidate groups the set-partitioning MIP may enumerate (size >= 3,
+#: partitions). Above it the CP-SAT model or the heuristic answers: enumerating k^s groups
+#: of a large bucket (10^8 for k = 500, s = 3) would exhaust memory long before SCIP
+#: could use them.
+EXACT_COLUMNS = 250_000
 #: Less time than this (seconds) for a model: the heuristic answers alone.
 MIN_MODEL_TIME = 0.05
 
@@ -267,7 +273,7 @@ def group_step(
     else:
         result = form_groups(points, labels, fake, objective=objective, hint_groups=greedy,
                              time_limit=remaining, num_workers=workers,
-                             size_limit=10**9 if mode == "exact" else AUTO_COLUMNS)
+                             size_limit=EXACT_COLUMNS if mode == "exact" else AUTO_COLUMNS)
     hint_value = grouping_objective(np.nan_to_num(points), fake, greedy, objective)
     times = {"heuristic": heuristic_time, "model": result.solve_time_s}
     certificate = _certificate("group-formation", result.status, result.objective,
@@ -382,7 +388,7 @@ def partition_step(
     greedy = None if grouping_problems(labels, fake, split, m) else split
     heuristic_time = time.perf_counter() - started
     remaining = time_limit - heuristic_time
-    limit = AUTO_COLUMNS if mode == "auto" else 10**6
+    limit = AUTO_COLUMNS if mode == "auto" else EXACT_COLUMNS
     if mode == "heuristic" or remaining < MIN_MODEL_TIME:
         limit = 0
     result = partition_m_unique(points, labels, m, fake, objective=objective,

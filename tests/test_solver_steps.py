@@ -219,3 +219,19 @@ def test_solver_options_are_validated_at_the_release_entry() -> None:
         publish_m_invariant(table, schema, 2, mode="exact", time_limit=0)
     with pytest.raises(ParameterError, match="mode"):
         publish_m_invariant(table, schema, 2, mode="fast")  # type: ignore[arg-type]
+
+
+def test_exact_mode_does_not_enumerate_a_large_size_three_bucket() -> None:
+    """k^s = 80^3 = 512,000 candidate groups exceed EXACT_COLUMNS: the step must not hand
+    them to the MIP (memory), and still returns a valid grouping."""
+    from republish.solver.steps import EXACT_COLUMNS
+
+    rng = np.random.default_rng(8)
+    k = 80
+    assert k**3 > EXACT_COLUMNS
+    points = rng.random((3 * k, 2))
+    values = np.repeat(VALUES[:3], k)
+    result = group_step(points, values, mode="exact", time_limit=1.0)
+    assert result.method != "set-partitioning MIP"
+    assert grouping_problems(values, np.zeros(3 * k, bool), result.groups, 3,
+                             list(VALUES[:3])) == []

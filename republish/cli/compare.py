@@ -16,6 +16,7 @@ import pandas as pd
 import typer
 
 from republish.cli.app import app, console, print_json
+from republish.cli.store_commands import Eligibility
 from republish.errors import InputError
 from republish.schema import load_schema
 from republish.solver.compare import compare_pipelines, plot_comparison
@@ -91,6 +92,11 @@ def compare(
                      "(one budget for all its models).")
     ] = 10.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the series and both pipelines.")] = 0,
+    eligibility: Annotated[
+        Eligibility,
+        typer.Option("--eligibility", help="What makes leftover new rows m-eligible in both "
+                     "pipelines: counterfeits, deferrals (delete) or both (hybrid)."),
+    ] = Eligibility.counterfeit,
     output: Annotated[
         Path, typer.Option("-o", "--output", help="Folder for compare.csv and compare.png.")
     ] = Path("."),
@@ -101,7 +107,8 @@ def compare(
     schema = load_schema(schema_path)
     table = load_table(data, schema)
     frame = compare_pipelines(table, schema, m, series["initial"], series["r"],
-                              series["releases"], time_limit, seed)
+                              series["releases"], time_limit, seed,
+                              eligibility=eligibility.value)
     if output.exists() and not output.is_dir():
         raise InputError(f"-o {output}: exists and is not a folder; give a folder path.")
     output.mkdir(parents=True, exist_ok=True)
