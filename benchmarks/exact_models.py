@@ -171,6 +171,17 @@ def bench_pairs(time_limit: float, quick: bool) -> list[Row]:
     for k in sizes:
         pts = rng.random((2 * k, 3))
         rows.append(_group_row("uniform 3 QIs s=2", pts, np.repeat(["a", "b"], k), time_limit))
+    if not quick:
+        # Beyond the target: the whole of Adult, and continuous codes in 2 and 5 dimensions
+        # (no repeated QI vectors, pricing by leaves), with a longer limit.
+        k = len(points) // 2
+        chosen = rng.choice(len(points), 2 * k, replace=False)
+        rows.append(_group_row(f"{name} QIs s=2 (all rows)", points[chosen],
+                               np.repeat(["a", "b"], k), 3 * time_limit))
+        for d in (2, 5):
+            pts = rng.random((20000, d))
+            rows.append(_group_row(f"uniform {d} QIs s=2", pts, np.repeat(["a", "b"], 10000),
+                                   3 * time_limit))
     return rows
 
 
