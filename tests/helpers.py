@@ -8,15 +8,18 @@
 from __future__ import annotations
 
 import io
+import itertools
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from republish.cli import main
+from republish.models.group_formation import grouping_objective
 from republish.schema import Hierarchy, QIAttribute, Schema
 
 # ---------------------------------------------------------------- the CLI
@@ -98,3 +101,23 @@ EPS_TABLE_2A = [
 def csv_text(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Rows as CSV text with a header line (no quoting: the values hold no commas)."""
     return "".join(",".join(str(v) for v in line) + "\n" for line in [columns, *rows])
+
+
+def brute_force_bucket(points: np.ndarray, values: np.ndarray, fake: np.ndarray,
+                       objective: str) -> float:
+    """Least objective over every grouping of a balanced bucket into groups of one row per
+    value that each keep a real row (all permutations; tiny buckets only)."""
+    names = sorted(set(values.tolist()))
+    rows = [np.flatnonzero(values == v) for v in names]
+    k = len(rows[0])
+    best = np.inf
+    for perms in itertools.product(*(itertools.permutations(r.tolist()) for r in rows[1:])):
+        groups = np.empty(len(values), dtype=np.int64)
+        groups[rows[0]] = np.arange(k)
+        for perm in perms:
+            groups[list(perm)] = np.arange(k)
+        if any(fake[groups == g].all() for g in range(k)):
+            continue
+        best = min(best, grouping_objective(np.nan_to_num(points), fake, groups,
+                                            objective))  # type: ignore[arg-type]
+    return float(best)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
+from helpers import brute_force_bucket
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,23 +34,6 @@ def _bucket(rng: np.random.Generator, s: int, k: int, d: int, fake_rate: float
     return points, values, fake
 
 
-def _brute_bucket(points: np.ndarray, values: np.ndarray, fake: np.ndarray, objective: str
-                  ) -> float:
-    names = sorted(set(values.tolist()))
-    rows = [np.flatnonzero(values == v) for v in names]
-    k = len(rows[0])
-    best = np.inf
-    for perms in itertools.product(*(itertools.permutations(r.tolist()) for r in rows[1:])):
-        groups = np.empty(len(values), dtype=np.int64)
-        groups[rows[0]] = np.arange(k)
-        for perm in perms:
-            groups[list(perm)] = np.arange(k)
-        if any(fake[groups == g].all() for g in range(k)):
-            continue
-        best = min(best, grouping_objective(np.nan_to_num(points), fake, groups, objective))
-    return best
-
-
 @pytest.mark.parametrize("s,k", [(2, 5), (3, 3), (3, 4), (4, 3)])
 @pytest.mark.parametrize("objective", ["perimeter", "ncp"])
 def test_bucket_grouping_equals_brute_force(s: int, k: int, objective: str) -> None:
@@ -63,7 +45,7 @@ def test_bucket_grouping_equals_brute_force(s: int, k: int, objective: str) -> N
         assert result.status == "OPTIMAL"
         assert grouping_problems(values, fake, result.groups, s, sorted(set(values))) == []
         assert result.objective == pytest.approx(
-            _brute_bucket(points, values, fake, objective), rel=1e-6, abs=1e-9)
+            brute_force_bucket(points, values, fake, objective), rel=1e-6, abs=1e-9)
         assert result.bound == pytest.approx(result.objective)
         assert result.certificate.gap == 0.0
 
@@ -179,7 +161,7 @@ def test_cpsat_fallback_improves_or_keeps_the_hint() -> None:
     points, values, fake = _bucket(rng, 3, 4, 2, 0.2)
     result = form_groups(points, values, fake, size_limit=1, cpsat_rows=60, time_limit=5.0)
     assert result.method == "cp-sat"
-    assert result.objective == pytest.approx(_brute_bucket(points, values, fake, "perimeter"))
+    assert result.objective == pytest.approx(brute_force_bucket(points, values, fake, "perimeter"))
     big = partition_m_unique(np.random.default_rng(1).random((9, 2)), list("abcabcabc"), 3,
                              size_limit=1)
     assert big.status == "HEURISTIC" and big.method == "count plan"

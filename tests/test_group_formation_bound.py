@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
+from helpers import brute_force_bucket
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from republish.models.group_formation import grouping_objective
 from republish.models.group_formation_bound import pairing_lower_bound
 from republish.models.group_formation_mip import bucket_columns, solve_set_partition
 
@@ -25,23 +23,6 @@ def _bucket(seed: int, s: int, k: int, d: int, fake_rate: float
     return points, value_index, fake
 
 
-def _brute_optimum(points: np.ndarray, value_index: np.ndarray, fake: np.ndarray,
-                   objective: str) -> float:
-    s = int(value_index.max()) + 1
-    rows = [np.flatnonzero(value_index == v) for v in range(s)]
-    k = len(rows[0])
-    best = np.inf
-    for perms in itertools.product(*(itertools.permutations(r.tolist()) for r in rows[1:])):
-        groups = np.empty(len(value_index), dtype=np.int64)
-        groups[rows[0]] = np.arange(k)
-        for perm in perms:
-            groups[list(perm)] = np.arange(k)
-        if any(fake[groups == g].all() for g in range(k)):
-            continue
-        best = min(best, grouping_objective(points, fake, groups, objective))  # type: ignore[arg-type]
-    return float(best)
-
-
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10**6), shape=st.sampled_from([(2, 5), (3, 3), (3, 4), (4, 3)]),
        d=st.integers(1, 3), fake_rate=st.sampled_from([0.0, 0.25]),
@@ -51,7 +32,7 @@ def test_bound_never_exceeds_the_brute_force_optimum(
 ) -> None:
     s, k = shape
     points, value_index, fake = _bucket(seed, s, k, d, fake_rate)
-    optimum = _brute_optimum(points, value_index, fake, objective)
+    optimum = brute_force_bucket(points, value_index, fake, objective)
     bound = pairing_lower_bound(points, value_index, fake, objective, 10.0)
     assert bound is not None
     assert bound <= optimum + 1e-9
