@@ -32,7 +32,8 @@ def test_release_sequence(store: Path, tmp_path: Path, monkeypatch: pytest.Monke
                          str(store), "-o", str(out_dir), "--seed", "1")
     assert code == 0
     code, out, _ = run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table2a.csv"), "--store",
-                           str(store), "-o", str(out_dir), "--seed", "2", "--json")
+                           str(store), "-o", str(out_dir), "--seed", "2", "--json",
+                           "--solver", "heuristic")
     assert code == 0 and json.loads(out)["release"] == 2
     published = pd.read_csv(out_dir / "release-2.csv")
     assert list(published.columns) == ["group", "age", "zip", "disease"]  # no identifier
@@ -51,6 +52,33 @@ def test_release_sequence(store: Path, tmp_path: Path, monkeypatch: pytest.Monke
 
     code, out, _ = run_cli(monkeypatch, capsys, "verify", "--store", str(store))
     assert code == 0 and "OK" in out
+
+
+def test_release_solver_modes_and_their_certificates(
+        store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The default (auto) and exact releases carry proven certificates; a bad time limit
+    exits 2 and leaves the store as it was."""
+    out_dir = tmp_path / "out"
+    code, out, _ = run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table1a.csv"),
+                           "--store", str(store), "-o", str(out_dir), "--seed", "1", "--json")
+    first = json.loads(out)
+    assert code == 0 and first["status"] == "OPTIMAL" and first["bound"] == first["objective"]
+    assert first["grouping_status"] in ("OPTIMAL", "FEASIBLE", "HEURISTIC")
+    code, _, err = run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table2a.csv"),
+                           "--store", str(store), "-o", str(out_dir), "--time-limit", "0")
+    assert code == 2 and "time_limit" in err
+    assert not (out_dir / "release-2.csv").exists()
+    code, out, _ = run_cli(monkeypatch, capsys, "release", str(HOSPITAL / "table2a.csv"),
+                           "--store", str(store), "-o", str(out_dir), "--seed", "2", "--json",
+                           "--solver", "exact", "--time-limit", "5")
+    second = json.loads(out)
+    assert code == 0 and second["release"] == 2 and second["status"] == "OPTIMAL"
+    assert second["bound"] == second["objective"] == second["counterfeits"] + second["deferred"]
+    code, out, _ = run_cli(monkeypatch, capsys, "history", "--store", str(store), "--json")
+    history = json.loads(out)
+    assert [h["status"] for h in history] == ["OPTIMAL", "OPTIMAL"]
+    assert history[1]["grouping_status"] == second["grouping_status"]
 
 
 def test_seed_makes_releases_reproducible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

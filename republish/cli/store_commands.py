@@ -183,9 +183,10 @@ def release(
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
     solver: Annotated[
         SolverMode,
-        typer.Option("--solver", help="m-invariance: greedy steps only (heuristic), exact "
-                     "models hinted by them (exact), or exact below size limits (auto)."),
-    ] = SolverMode.heuristic,
+        typer.Option("--solver", help="m-invariance: exact models hinted by the greedy "
+                     "steps below measured size limits (auto, default), exact models at any "
+                     "size up to memory limits (exact), or greedy steps only (heuristic)."),
+    ] = SolverMode.auto,
     time_limit: Annotated[
         float,
         typer.Option("--time-limit", min=0.0, help="m-invariance with --solver auto|exact: "
