@@ -5,8 +5,10 @@ as a hint, solves under the time limit, keeps the better of the two and falls ba
 the heuristic when the model is too large or finds nothing in time. Each returns the
 model module's result type with a :class:`~republish.solver.certificate.Certificate`
 (status ``OPTIMAL``/``FEASIBLE`` when the model's answer is kept, ``HEURISTIC`` when the
-heuristic's is; ``bound`` is the model's proven bound even when the heuristic wins;
-``times`` has the wall time of the heuristic and of the model).
+heuristic's is, or ``OPTIMAL`` when the model's bound proves the heuristic's answer
+optimal; ``bound`` is the model's proven bound even when the heuristic wins; ``times``
+has the wall time of the heuristic and of the model). The bucket step keeps the
+heuristic's counts on a tie (see :func:`bucket_step`).
 
 * :func:`bucket_step` -- balancing, extra rows and eligibility on counts
   (heuristics: balancing, m-eligibility Algorithms 1-3; model: bucket assignment);
@@ -157,7 +159,8 @@ def bucket_step(
 ) -> BucketAssignment:
     """Counts of one release step (see :func:`solve_bucket_assignment`), best of greedy and
     model. ``eligibility`` selects what may make the leftover eligible: counterfeits,
-    deferrals (``delete``) or both (``hybrid``).
+    deferrals (``delete``) or both (``hybrid``). The model's counts replace the greedy's
+    only when strictly better; on a tie its bound certifies the greedy's counts.
 
     Raises
     ------
@@ -192,11 +195,15 @@ def bucket_step(
         times["model"] = model.solve_time_s
     bound = model.bound if model is not None else None
     heuristic_value = greedy.objective if greedy is not None else None
+    # On a tie the paper's choice is kept: both are optimal for this release, but the
+    # greedy fills deficits with new rows first, and the model's arbitrary optimum can
+    # leave states that need more counterfeits later (benchmarks/RESULTS.md, Adult m = 7).
     if model is not None and model.feasible and (
-            greedy is None or model.objective <= greedy.objective):
+            greedy is None or model.objective < greedy.objective):
         chosen, status = model, model.status
     elif greedy is not None:
-        chosen, status = greedy, "HEURISTIC"
+        proven = bound is not None and greedy.objective <= bound + 1e-9
+        chosen, status = greedy, "OPTIMAL" if proven else "HEURISTIC"
     else:
         reason = model.status if model is not None else "no model run"
         raise InputError(

@@ -15,6 +15,7 @@ from republish.models.bucket_assignment import bucket_assignment_problems
 from republish.models.group_formation import grouping_objective, grouping_problems
 from republish.solver.steps import (
     bucket_step,
+    greedy_counts,
     group_step,
     partition_step,
     repair_groups,
@@ -55,6 +56,12 @@ def test_bucket_step_never_worse_than_the_greedy(seed: int, m: int, count: int,
     assert result.certificate.bound is not None
     assert result.certificate.bound <= result.objective + 1e-9
     assert set(result.certificate.times) == {"heuristic", "model"}
+    greedy = greedy_counts(buckets, new, m, eligibility, True, VALUES, 1.0)  # type: ignore[arg-type]
+    if greedy is not None and greedy.objective == result.objective:
+        # On a tie the paper's counts are kept (they keep later releases cheaper).
+        assert (result.from_new, result.counterfeits) == (greedy.from_new, greedy.counterfeits)
+        assert result.status == ("OPTIMAL" if result.certificate.bound >= greedy.objective
+                                 - 1e-9 else "HEURISTIC")
 
 
 def test_bucket_step_modes_and_tiny_time_limit() -> None:
@@ -235,3 +242,29 @@ def test_exact_mode_does_not_enumerate_a_large_size_three_bucket() -> None:
     assert result.method != "set-partitioning MIP"
     assert grouping_problems(values, np.zeros(3 * k, bool), result.groups, 3,
                              list(VALUES[:3])) == []
+
+
+def test_on_a_tie_the_bucket_step_keeps_the_greedy_counts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model answer that only ties the greedy must not replace it (the greedy's counts
+    keep later releases cheaper); the model's bound then certifies the greedy optimal."""
+    import dataclasses
+
+    from republish.solver import steps
+
+    buckets = [BucketCounts(("v0", "v1"), {"v0": 3, "v1": 1}),
+               BucketCounts(("v2", "v3"), {"v2": 2, "v3": 2})]
+    new = {"v1": 1, "v4": 2, "v5": 2}
+    greedy = greedy_counts(buckets, new, 2, "counterfeit", True, VALUES, 1.0)
+    assert greedy is not None
+
+    def tying_model(*args: Any, **kwargs: Any) -> Any:
+        hint = kwargs["hint"]
+        return dataclasses.replace(hint, status="OPTIMAL", bound=hint.objective,
+                                   solve_time_s=123.0)
+
+    monkeypatch.setattr(steps, "solve_bucket_assignment", tying_model)
+    result = bucket_step(buckets, new, 2, mode="exact", allow_new_values=True,
+                         new_values=VALUES)
+    assert result.solve_time_s != 123.0  # the greedy's, not the model's
+    assert result.status == "OPTIMAL" and result.certificate.bound == greedy.objective
