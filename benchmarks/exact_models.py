@@ -11,11 +11,13 @@ objective and its gap to the proven bound):
 * ``groups`` -- signature size >= 3 (set-partitioning MIP, CP-SAT above its column limit),
   Adult rows; above the auto threshold the greedy's gap is measured against the MIP run
   with a longer limit;
-* ``partition`` -- first-release m-unique partitions (set-partitioning MIP) of Adult rows.
+* ``partition`` -- first-release m-unique partitions (set-partitioning MIP) of Adult rows;
+* ``bound`` -- large size >= 3 buckets of Adult rows: the greedy split against the pairing
+  lower bound (:mod:`republish.models.group_formation_bound`).
 
 Usage::
 
-    python benchmarks/exact_models.py [--sections buckets pairs groups partition]
+    python benchmarks/exact_models.py [--sections buckets pairs groups partition bound]
         [--time-limit 10] [--quick]
 
 Prints a Markdown table per section (copied into benchmarks/RESULTS.md).
@@ -44,6 +46,7 @@ from republish.models.group_formation import (
     grouping_problems,
     partition_m_unique,
 )
+from republish.models.group_formation_bound import pairing_lower_bound
 from republish.schema import Schema
 from republish.solver.m_invariance import publish_m_invariant
 from republish.solver.steps import greedy_counts, partition_step
@@ -235,9 +238,35 @@ def bench_partition(time_limit: float, quick: bool) -> list[Row]:
     return rows
 
 
+def bench_bound(time_limit: float, quick: bool) -> list[Row]:
+    """Large size >= 3 buckets: the greedy split against the pairing lower bound."""
+    _, _, points, sensitive, name = _data()
+    counts = pd.Series(sensitive).value_counts()
+    rng = np.random.default_rng(4)
+    rows: list[Row] = []
+    cases = [(3, 100), (3, 1000), (4, 500), (5, 300)] + ([] if quick else [(3, 2500)])
+    for s, k in cases:
+        values = [str(v) for v in counts.index[:s]]
+        pts, vals = _bucket_rows(points, sensitive, values, k, rng)
+        greedy = split_bucket_min_perimeter(pts, vals).groups
+        greedy_value = grouping_objective(pts, np.zeros(len(vals), bool), greedy, "perimeter")
+        value_index = pd.Index(values).get_indexer(vals)
+        started = time.perf_counter()
+        bound = pairing_lower_bound(pts, value_index, np.zeros(len(vals), bool), "perimeter",
+                                    time_limit)
+        wall = time.perf_counter() - started
+        rows.append({
+            "instance": f"{name} s={s} k={k}", "rows": len(vals),
+            "greedy": f"{greedy_value:.4f}",
+            "pairing bound": "-" if bound is None else f"{bound:.4f}",
+            "bound time s": f"{wall:.2f}", "greedy gap at most": _gap(greedy_value, bound),
+        })
+    return rows
+
+
 SECTIONS: dict[str, Callable[[float, bool], list[Row]]] = {
     "buckets": bench_buckets, "pairs": bench_pairs, "groups": bench_groups,
-    "partition": bench_partition,
+    "partition": bench_partition, "bound": bench_bound,
 }
 
 

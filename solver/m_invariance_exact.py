@@ -66,7 +66,7 @@ def decide_counts(
     buckets = [BucketCounts(tuple(sorted(s)), dict(c)) for s, c in zip(signatures, counts,
                                                                        strict=True)]
     result = bucket_step(buckets, dict(available), m, mode=mode, eligibility=eligibility,
-                         allow_new_values=True, new_values=list(domain),
+                         allow_new_values=True, new_values=list(domain), value_order=domain,
                          time_limit=_seconds_left(deadline, COUNTS_SHARE), workers=workers)
     balancing = Balancing(
         targets=result.targets,

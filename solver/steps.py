@@ -56,6 +56,7 @@ from republish.models.group_formation import (
     partition_m_unique,
 )
 from republish.solver.certificate import Certificate, Status
+from republish.solver.frequent_counterfeits import prefer_frequent_values
 
 __all__ = [
     "AUTO_BUCKET_VARIABLES",
@@ -156,11 +157,15 @@ def bucket_step(
     new_values: Collection[str] = (),
     time_limit: float = 10.0,
     workers: int = 1,
+    value_order: Sequence[str] = (),
 ) -> BucketAssignment:
     """Counts of one release step (see :func:`solve_bucket_assignment`), best of greedy and
     model. ``eligibility`` selects what may make the leftover eligible: counterfeits,
     deferrals (``delete``) or both (``hybrid``). The model's counts replace the greedy's
-    only when strictly better; on a tie its bound certifies the greedy's counts.
+    only when strictly better; on a tie its bound certifies the greedy's counts. With
+    ``value_order`` (most frequent first), the eligibility counterfeits then move to the
+    earliest values that can take them
+    (:func:`republish.solver.frequent_counterfeits.prefer_frequent_values`).
 
     Raises
     ------
@@ -211,6 +216,11 @@ def bucket_step(
             "deferrals (eligibility 'delete' or 'hybrid') or new values for counterfeits, "
             "or lower m."
         )
+    preferred = prefer_frequent_values(chosen, value_order, m,
+                                       new_values if allow_new_values else ())
+    if preferred is not chosen and not bucket_assignment_problems(
+            buckets, new_counts, m, preferred, allow_deferrals, allow_new_values, new_values):
+        chosen = preferred
     certificate = _certificate("bucket-assignment", status, chosen.objective, bound,
                                heuristic_value, times,
                                detail=f"mode {mode}, {len(buckets)} buckets")

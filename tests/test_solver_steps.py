@@ -268,3 +268,43 @@ def test_on_a_tie_the_bucket_step_keeps_the_greedy_counts(
                          new_values=VALUES)
     assert result.solve_time_s != 123.0  # the greedy's, not the model's
     assert result.status == "OPTIMAL" and result.certificate.bound == greedy.objective
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6), m=st.integers(2, 3), count=st.integers(1, 5))
+def test_eligibility_counterfeits_go_to_the_most_frequent_values(
+        seed: int, m: int, count: int) -> None:
+    """Same number of counterfeits and a valid answer; the first value of the order that
+    has room takes as many as it can (the rare values' counterfeits would come back in
+    every later release)."""
+    from republish.solver.frequent_counterfeits import prefer_frequent_values
+
+    rng = np.random.default_rng(seed)
+    buckets = _buckets(rng, count, m)
+    new = {v: int(rng.integers(0, 5)) for v in VALUES[: m + 1]}
+    greedy = greedy_counts(buckets, new, m, "counterfeit", True, VALUES, 1.0)
+    if greedy is None:
+        return
+    order = list(rng.permutation(VALUES))
+    moved = prefer_frequent_values(greedy, order, m, VALUES)
+    total = sum(greedy.eligibility_counterfeits.values())
+    assert sum(moved.eligibility_counterfeits.values()) == total
+    assert moved.objective == greedy.objective
+    assert bucket_assignment_problems(buckets, new, m, moved, False, True, VALUES) == []
+    if total:
+        published = dict(greedy.leftover)
+        cap = min((sum(published.values()) + total) // m, sum(published.values()))
+        first = next(v for v in order if cap - published.get(v, 0) > 0)
+        assert moved.eligibility_counterfeits[first] == min(cap - published.get(first, 0),
+                                                            total)
+
+
+def test_bucket_step_applies_the_value_order() -> None:
+    buckets = [BucketCounts(("v0", "v1"), {"v0": 2, "v1": 2})]
+    new = {"v2": 4}  # one value left over: counterfeits of other values make it 2-eligible
+    frequent_last = bucket_step(buckets, new, 2, mode="heuristic", allow_new_values=True,
+                                new_values=VALUES, value_order=VALUES[::-1])
+    assert frequent_last.eligibility_counterfeits == {"v5": 4}
+    frequent_first = bucket_step(buckets, new, 2, mode="heuristic", allow_new_values=True,
+                                 new_values=VALUES, value_order=VALUES)
+    assert frequent_first.eligibility_counterfeits == {"v0": 4}
