@@ -52,9 +52,25 @@ def load_table(source: str | Path | pd.DataFrame, schema: Schema) -> pd.DataFram
     return validate_table(frame, schema)
 
 
+def _stripped(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """``(codes, stripped text of each distinct value)``: QI and sensitive columns hold few
+    distinct values, so text work on them instead of on every row (code -1: missing)."""
+    codes, uniques = pd.factorize(series)
+    return codes, pd.Index(uniques).astype(str).str.strip()
+
+
+def _stripped_text(series: pd.Series) -> pd.Series:
+    codes, text = _stripped(series)
+    return pd.Series(np.asarray(text, dtype=object)[codes], index=series.index)
+
+
 def _is_missing(series: pd.Series) -> np.ndarray:
-    as_text = series.astype(str).str.strip()
-    return np.asarray(series.isna() | as_text.eq("") | as_text.str.lower().isin(["nan", "none"]))
+    if pd.api.types.is_numeric_dtype(series):
+        return series.isna().to_numpy()
+    codes, text = _stripped(series)
+    empty = np.asarray((text == "") | text.str.lower().isin(["nan", "none"]), dtype=bool)
+    # Code -1 (NA) reads the appended True.
+    return np.append(empty, True)[codes]
 
 
 def validate_table(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
@@ -101,7 +117,7 @@ def validate_table(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
                 )
             out[qi.name] = numbers.astype(float)
         else:
-            text = column.astype(str).str.strip()
+            text = _stripped_text(column)
             allowed = set(qi.categories or ())
             bad = ~text.isin(allowed).to_numpy()
             if bad.any():
@@ -113,7 +129,7 @@ def validate_table(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
                     f"(row(s) {format_rows(rows)}); add them to the {where} or fix the data."
                 )
             out[qi.name] = text
-    out[schema.sensitive] = frame[schema.sensitive].astype(str).str.strip()
+    out[schema.sensitive] = _stripped_text(frame[schema.sensitive])
     return out
 
 

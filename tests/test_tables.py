@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from republish.errors import InputError
 from republish.schema import load_schema
@@ -74,3 +76,25 @@ def test_missing_file_is_named(schema, tmp_path: Path) -> None:  # type: ignore[
 def test_extra_columns_are_dropped(schema, people) -> None:  # type: ignore[no-untyped-def]
     table = load_table(people.assign(secret=np.arange(6)), schema)
     assert list(table.columns) == ["name", "age", "education", "country", "disease"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(cells=st.lists(st.sampled_from(["a", " a ", "b", "", "  ", "nan", "NaN", "None", "none",
+                                       None, float("nan"), 3, 2.5]), min_size=1, max_size=30))
+def test_missing_cells_match_their_definition(cells: list[object]) -> None:
+    """Missing = NA, empty after stripping, or the text nan/none in any case (the
+    per-distinct-value shortcut must flag exactly these rows)."""
+    from republish.tables import _is_missing, _stripped_text
+
+    series = pd.Series(cells, dtype=object)
+
+    def missing(cell: object) -> bool:
+        if cell is None or (isinstance(cell, float) and np.isnan(cell)):
+            return True
+        return str(cell).strip() == "" or str(cell).strip().lower() in ("nan", "none")
+
+    assert _is_missing(series).tolist() == [missing(c) for c in cells]
+    present = [c for c in cells if not missing(c)]
+    if present:
+        kept = pd.Series(present, dtype=object)
+        assert _stripped_text(kept).tolist() == [str(c).strip() for c in present]
