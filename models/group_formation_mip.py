@@ -19,16 +19,29 @@ often equal), so SCIP's branch-and-bound proves optimality in seconds where CP-S
 on this model or on the per-group minima/maxima model of
 :mod:`republish.models.group_formation_cpsat` -- stalls at buckets of 60 rows
 (``benchmarks/RESULTS.md``); CP-SAT stays the fallback for buckets with too many columns.
+With many columns the MIP is solved by *price-and-fix*: the relaxation over every column,
+a restricted MIP over the columns of smallest reduced cost for an incumbent, then
+reduced-cost fixing (Nemhauser & Wolsey, *Integer and Combinatorial Optimization*, 1988,
+§II.2) leaves a few hundred columns to SCIP.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from ortools.linear_solver.python import model_builder
 
-__all__ = ["Columns", "MipGrouping", "bucket_columns", "partition_columns", "solve_set_partition"]
+__all__ = [
+    "PRUNE_COLUMNS",
+    "Columns",
+    "MipGrouping",
+    "bucket_columns",
+    "partition_columns",
+    "solve_set_partition",
+]
 
 Objective = str
 
@@ -130,9 +143,14 @@ _STATUS = {
 }
 
 
-def solve_set_partition(columns: Columns, n: int, time_limit: float,
-                        hint_groups: np.ndarray | None = None) -> MipGrouping:
-    """Cover rows ``0..n-1`` exactly once at least cost (SCIP, relative gap 0)."""
+#: Above this many columns the MIP is solved by price-and-fix (see solve_set_partition).
+PRUNE_COLUMNS = 20_000
+#: Columns of smallest reduced cost in the restricted MIP of price-and-fix (per row).
+RESTRICTED_PER_ROW = 50
+
+
+def _partition_model(columns: Columns, n: int) -> tuple[model_builder.Model, list[Any]]:
+    """``minimize Σ cost_G·x_G`` subject to every row covered exactly once."""
     model = model_builder.Model()
     x = [model.new_bool_var(f"x[{c}]") for c in range(len(columns))]
     column_of = np.repeat(np.arange(len(columns)), np.diff(columns.starts))
@@ -142,27 +160,108 @@ def solve_set_partition(columns: Columns, n: int, time_limit: float,
         covering = column_of[order[first[i]:first[i + 1]]].tolist()
         model.add(model_builder.LinearExpr.sum([x[c] for c in covering]) == 1)
     model.minimize(model_builder.LinearExpr.weighted_sum(x, columns.cost.tolist()))
-    if hint_groups is not None:
-        index = {tuple(sorted(columns.members[a:b].tolist())): c
-                 for c, (a, b) in enumerate(zip(columns.starts[:-1], columns.starts[1:],
-                                                strict=True))}
-        for label in np.unique(hint_groups).tolist():
-            column = index.get(tuple(np.flatnonzero(hint_groups == label).tolist()))
-            if column is not None:
-                model.add_hint(x[column], 1.0)
+    return model, x
+
+
+def _hint_columns(columns: Columns, hint_groups: np.ndarray) -> list[int] | None:
+    """The columns of a grouping, or None when one of its groups is no column."""
+    index = {tuple(sorted(columns.members[a:b].tolist())): c
+             for c, (a, b) in enumerate(zip(columns.starts[:-1], columns.starts[1:],
+                                            strict=True))}
+    found = [index.get(tuple(np.flatnonzero(hint_groups == label).tolist()))
+             for label in np.unique(hint_groups).tolist()]
+    return None if any(c is None for c in found) else [int(c) for c in found if c is not None]
+
+
+def _subset(columns: Columns, keep: np.ndarray) -> Columns:
+    sizes = np.diff(columns.starts)[keep]
+    members = np.concatenate([columns.members[columns.starts[c]:columns.starts[c + 1]]
+                              for c in keep.tolist()]) if len(keep) else np.zeros(0, np.int64)
+    return Columns(members, np.concatenate([[0], np.cumsum(sizes)]), columns.cost[keep])
+
+
+def _scip(columns: Columns, n: int, time_limit: float, hint: list[int] | None
+          ) -> tuple[str, list[int] | None, float | None, float | None]:
+    """SCIP on ``columns``: status, chosen columns, objective and bound."""
+    model, x = _partition_model(columns, n)
+    for column in hint or []:
+        model.add_hint(x[column], 1.0)
     solver = model_builder.Solver("scip")
     if not solver.solver_is_supported():
-        return MipGrouping(None, "ERROR", None, None)
+        return "ERROR", None, None, None
     solver.set_time_limit_in_seconds(max(float(time_limit), 0.01))
     solver.set_solver_specific_parameters("limits/gap = 0\nlimits/absgap = 1e-9\n")
     status = _STATUS.get(solver.solve(model), "TIMEOUT")
     if status not in ("OPTIMAL", "FEASIBLE"):
+        return status, None, None, None
+    chosen = np.flatnonzero(np.asarray([solver.value(v) for v in x]) > 0.5).tolist()
+    return (status, chosen, float(solver.objective_value),
+            float(solver.best_objective_bound))
+
+
+def _price_and_fix(columns: Columns, n: int, time_limit: float, hint: list[int] | None
+                   ) -> tuple[str, list[int] | None, float | None, float | None] | None:
+    """Many columns: the linear relaxation over all of them (value ``z``, reduced costs
+    ``rc``), a restricted MIP over the columns of smallest ``rc`` for an incumbent of cost
+    ``UB``, then reduced-cost fixing -- a column with ``rc > UB - z`` is in no solution
+    cheaper than ``UB`` -- and SCIP on the few columns left. The optimum and bound are
+    those of the full problem. None when the relaxation does not finish."""
+    started = time.perf_counter()
+    model, x = _partition_model(columns, n)
+    relaxation = model_builder.Solver("glop")
+    relaxation.set_time_limit_in_seconds(max(float(time_limit) / 2, 0.01))
+    if _STATUS.get(relaxation.solve(model)) != "OPTIMAL":
+        return None
+    relaxed = float(relaxation.objective_value)
+    reduced = np.asarray(relaxation.reduced_costs(x), dtype=np.float64)
+    tolerance = 1e-7 * max(1.0, abs(relaxed))
+    pool = np.argsort(reduced, kind="stable")[: RESTRICTED_PER_ROW * n]
+    pool = np.union1d(pool, np.asarray(hint or [], dtype=np.int64))
+    left = time_limit - (time.perf_counter() - started)
+    status, chosen, value, _ = _scip(_subset(columns, pool), n, left / 2,
+                                     _positions(pool, hint))
+    incumbent = None if chosen is None else [int(pool[c]) for c in chosen]
+    upper = value
+    if hint is not None and (upper is None or float(columns.cost[hint].sum()) < upper):
+        incumbent, upper = hint, float(columns.cost[hint].sum())
+    if upper is None or incumbent is None:
+        return None
+    if upper - relaxed <= tolerance:
+        return "OPTIMAL", incumbent, upper, upper
+    keep = np.union1d(np.flatnonzero(reduced <= upper - relaxed + tolerance),
+                      np.asarray(incumbent, dtype=np.int64))
+    left = time_limit - (time.perf_counter() - started)
+    status, chosen, value, bound = _scip(_subset(columns, keep), n, left,
+                                         _positions(keep, incumbent))
+    if chosen is None or value is None or value > upper:
+        return "FEASIBLE", incumbent, upper, relaxed
+    return status, [int(keep[c]) for c in chosen], value, max(relaxed, bound or relaxed)
+
+
+def _positions(kept: np.ndarray, columns: list[int] | None) -> list[int] | None:
+    if columns is None:
+        return None
+    where = np.searchsorted(kept, np.asarray(columns, dtype=np.int64))
+    return where.tolist()
+
+
+def solve_set_partition(columns: Columns, n: int, time_limit: float,
+                        hint_groups: np.ndarray | None = None) -> MipGrouping:
+    """Cover rows ``0..n-1`` exactly once at least cost (SCIP, relative gap 0); above
+    :data:`PRUNE_COLUMNS` columns by price-and-fix (:func:`_price_and_fix`)."""
+    started = time.perf_counter()
+    hint = None if hint_groups is None else _hint_columns(columns, hint_groups)
+    found = None
+    if len(columns) > PRUNE_COLUMNS:
+        found = _price_and_fix(columns, n, time_limit, hint)
+    if found is None:
+        found = _scip(columns, n, time_limit - (time.perf_counter() - started), hint)
+    status, chosen, value, bound = found
+    if chosen is None or value is None:
         return MipGrouping(None, status, None, None)
-    chosen = np.flatnonzero(np.asarray([solver.value(v) for v in x]) > 0.5)
     groups = np.full(n, -1, dtype=np.int64)
-    for label, c in enumerate(chosen.tolist()):
+    for label, c in enumerate(chosen):
         groups[columns.members[columns.starts[c]:columns.starts[c + 1]]] = label
     if (groups < 0).any():
         return MipGrouping(None, "ERROR", None, None)
-    return MipGrouping(groups, status, float(solver.objective_value),
-                       float(solver.best_objective_bound))
+    return MipGrouping(groups, status, value, bound)

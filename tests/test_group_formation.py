@@ -196,3 +196,33 @@ def test_inputs_are_validated() -> None:
     raw = np.array([[20.0], [60.0], [40.0], [20.0]])
     scaled = form_groups(raw, ["a", "b", "a", "b"], domain=Domain.from_list([[20.0, 60.0]]))
     assert scaled.objective == pytest.approx(2 * 0.5)  # (20, 20) and (40, 60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(s=st.integers(3, 4), k=st.integers(2, 5), seed=st.integers(0, 10**6),
+       fake_rate=st.sampled_from([0.0, 0.2]), with_hint=st.booleans(),
+       restricted=st.integers(1, 3))
+def test_price_and_fix_equals_the_full_mip(s: int, k: int, seed: int, fake_rate: float,
+                                           with_hint: bool, restricted: int,
+                                           ) -> None:
+    """Forced on small buckets (any column count, a tiny restricted MIP), price-and-fix
+    finds the optimum of the plain set-partitioning MIP and a bound below it."""
+    import republish.models.group_formation_mip as mip
+
+    rng = np.random.default_rng(seed)
+    points, values, fake = _bucket(rng, s, k, 2, fake_rate)
+    value_index = np.unique(values, return_inverse=True)[1]
+    columns = bucket_columns(np.nan_to_num(points), value_index, fake, k, "perimeter", 10**6)
+    assert columns is not None
+    hint = split_bucket_min_perimeter(points, values).groups if with_hint else None
+    plain = solve_set_partition(columns, len(values), 30.0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mip, "PRUNE_COLUMNS", 0)
+        patch.setattr(mip, "RESTRICTED_PER_ROW", restricted)
+        fixed = solve_set_partition(columns, len(values), 30.0, hint)
+    assert plain.objective is not None and fixed.objective is not None
+    assert fixed.status == "OPTIMAL"
+    assert fixed.objective == pytest.approx(plain.objective, rel=1e-9, abs=1e-9)
+    assert fixed.bound is not None and fixed.bound <= fixed.objective + 1e-9
+    assert fixed.groups is not None
+    assert grouping_problems(values, fake, fixed.groups, s, sorted(set(values))) == []
