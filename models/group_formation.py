@@ -98,7 +98,7 @@ def form_groups(
     time_limit: float = 10.0,
     num_workers: int = 1,
     hint_groups: np.ndarray | None = None,
-    size_limit: int = 60_000,
+    size_limit: int = 250_000,
     cpsat_rows: int = 60,
     random_seed: int = 0,
 ) -> GroupFormation:

@@ -41,7 +41,7 @@ def partition_m_unique(
     time_limit: float = 10.0,
     num_workers: int = 1,
     hint_groups: np.ndarray | None = None,
-    size_limit: int = 60_000,
+    size_limit: int = 250_000,
 ) -> GroupFormation:
     """Partition rows into m-unique groups, each holding a real row, with least perimeter
     (or NCP): the first release, or the new rows left over after balancing.
