@@ -42,7 +42,7 @@ from republish.errors import InputError
 from republish.generalization import Domain
 from republish.models.group_formation_bound import pairing_lower_bound
 from republish.models.group_formation_cpsat import CP_SCALE, solve_bucket_grouping
-from republish.models.group_formation_mip import bucket_columns
+from republish.models.group_formation_mip import MIP_SECONDS_PER_COLUMN, bucket_columns
 from republish.models.group_formation_pairs import (
     FIRST_ROUND_SECONDS_PER_ROW,
     SCALE,
@@ -178,7 +178,11 @@ def _form_larger(
     """Signature size >= 3: the MIP, else CP-SAT, else the hint (or a round-robin)."""
     s = int(value_index.max()) + 1
     remaining = max(time_limit - (time.perf_counter() - started), 0.01)
-    columns = bucket_columns(points, value_index, fake, k, objective, size_limit)
+    # Enumerating and building the model cannot be interrupted: a bucket whose columns
+    # would take longer than the time left is not enumerated at all.
+    affordable = int(remaining / MIP_SECONDS_PER_COLUMN)
+    columns = bucket_columns(points, value_index, fake, k, objective,
+                             min(size_limit, affordable))
     if columns is not None:
         exact = solve_columns(step, points, fake, columns, remaining, hint, hint_value,
                               objective, started)
@@ -193,7 +197,8 @@ def _form_larger(
             return better_grouping(step, points, fake, found.groups, found.status, "cp-sat",
                                    bound, hint, hint_value, objective, started)
     if hint is not None:
-        detail = (f"{k}^{s} candidate groups above size_limit={size_limit}"
+        detail = (f"{k}^{s} candidate groups above size_limit={size_limit} or the "
+                  f"{affordable} the time left affords"
                   if columns is None else "the exact model found nothing in time")
         return finish_grouping(step, points, fake, hint, objective, "HEURISTIC", "hint", None,
                                started, hint_value, detail=detail)

@@ -35,6 +35,7 @@ import numpy as np
 from ortools.linear_solver.python import model_builder
 
 __all__ = [
+    "MIP_SECONDS_PER_COLUMN",
     "PRUNE_COLUMNS",
     "Columns",
     "MipGrouping",
@@ -143,6 +144,9 @@ _STATUS = {
 }
 
 
+#: Seconds per column to enumerate, build and solve (price-and-fix) a bucket's MIP,
+#: measured: 5.2 s for the 248,832 columns of a 60-row bucket of signature size 5.
+MIP_SECONDS_PER_COLUMN = 2.1e-5
 #: Above this many columns the MIP is solved by price-and-fix (see solve_set_partition).
 PRUNE_COLUMNS = 20_000
 #: Columns of smallest reduced cost in the restricted MIP of price-and-fix (per row).

@@ -226,3 +226,18 @@ def test_price_and_fix_equals_the_full_mip(s: int, k: int, seed: int, fake_rate:
     assert fixed.bound is not None and fixed.bound <= fixed.objective + 1e-9
     assert fixed.groups is not None
     assert grouping_problems(values, fake, fixed.groups, s, sorted(set(values))) == []
+
+
+def test_a_bucket_whose_model_the_time_left_cannot_afford_is_not_enumerated() -> None:
+    """40^3 = 64,000 candidate groups need about 1.3 s to enumerate, build and solve; with
+    0.5 s the hint is kept (enumeration cannot be interrupted, so it must not start)."""
+    from republish.models.group_formation_mip import MIP_SECONDS_PER_COLUMN
+
+    rng = np.random.default_rng(21)
+    points = rng.random((120, 2))
+    values = np.repeat(["a", "b", "c"], 40)
+    assert 40**3 * MIP_SECONDS_PER_COLUMN > 0.5
+    hint = split_bucket_min_perimeter(points, values).groups
+    result = form_groups(points, values, hint_groups=hint, time_limit=0.5, cpsat_rows=0)
+    assert result.method == "hint" and result.status == "HEURISTIC"
+    assert "time left affords" in result.certificate.detail
