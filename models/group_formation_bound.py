@@ -29,7 +29,11 @@ import time
 
 import numpy as np
 
-from republish.models.group_formation_pairs import SCALE, match_pairs
+from republish.models.group_formation_pairs import (
+    FIRST_ROUND_SECONDS_PER_ROW,
+    SCALE,
+    match_pairs,
+)
 
 __all__ = ["pairing_lower_bound"]
 
@@ -65,6 +69,8 @@ def pairing_lower_bound(
         fake_a, fake_b = len(first) - len(real_a), len(second) - len(real_b)
         if len(real_a) <= fake_b or len(real_b) <= fake_a:
             continue  # every real row of one side can take a counterfeit: M_i = 0
+        if remaining < FIRST_ROUND_SECONDS_PER_ROW * (len(real_a) + len(real_b)):
+            return None  # the pairing's first round would overrun the time left
         matching = match_pairs(q[real_a], q[real_b], fake_a, fake_b, remaining)
         pairs = len(real_a) - fake_b
         # Rounding codes to 1/SCALE moves each pair's distance by at most d/SCALE.
