@@ -237,7 +237,7 @@ def _price_and_fix(columns: Columns, n: int, time_limit: float, hint: list[int] 
     left = time_limit - (time.perf_counter() - started)
     status, chosen, value, bound = _scip(_subset(columns, keep), n, left,
                                          _positions(keep, incumbent))
-    if chosen is None or value is None or value > upper:
+    if chosen is None or value is None or value > upper + tolerance:
         return "FEASIBLE", incumbent, upper, relaxed
     return status, [int(keep[c]) for c in chosen], value, max(relaxed, bound or relaxed)
 
