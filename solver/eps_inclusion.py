@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,7 @@ from republish.principles.report import VerificationReport
 from republish.release import COUNT, GROUP, Release
 from republish.schema import Schema
 from republish.solver.certificate import Certificate
+from republish.solver.phase_timer import PhaseTimer, Progress
 from republish.state import LAST_RELEASE, SIGNATURE, PublisherState, check_unchanged
 from republish.tables import encode_qis, validate_table
 
@@ -66,7 +67,6 @@ __all__ = [
     "verify_eps_sequence",
 ]
 
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,22 +173,6 @@ def build_permuted_release(
     )
 
 
-def _timer(progress: Progress | None) -> Callable[[str | None], None]:
-    times: dict[str, float] = {}
-    current: list[Any] = [None, time.perf_counter()]
-
-    def phase(name: str | None) -> None:
-        now = time.perf_counter()
-        if current[0] is not None:
-            times[current[0]] = now - current[1]
-        current[0], current[1] = name, now
-        if name is not None and progress is not None:
-            progress(name)
-
-    phase.times = times  # type: ignore[attr-defined]
-    return phase
-
-
 def _model_size(types: Sequence[Any], supply: np.ndarray) -> int:
     available = int((supply > 0).sum())
     return sum(available + len(t.missing) for t in types if t.missing) + 4 * len(supply)
@@ -236,7 +220,8 @@ def publish_eps_inclusive(
         if the computed release fails its verifier (never returned).
     """
     start = time.perf_counter()
-    phase = _timer(progress)
+    timer = PhaseTimer(progress)
+    phase = timer.phase
     phase("validate")
     for name, value in (("lambda", lam), ("tau", tau)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
@@ -346,7 +331,7 @@ def publish_eps_inclusive(
     next_state = state.advance(release)
     phase(None)
     wall = time.perf_counter() - start
-    certificate = dataclasses.replace(certificate, times=dict(phase.times))  # type: ignore[attr-defined]
+    certificate = dataclasses.replace(certificate, times=dict(timer.times))
     release = dataclasses.replace(release, metadata={
         **release.metadata, "certificate": certificate.to_dict(), "wall_time_s": wall})
     substitutions = int(placement.substituted.sum())

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -52,6 +51,7 @@ from republish.solver.m_invariance_rows import (
     place_balancing,
     place_old_rows,
 )
+from republish.solver.phase_timer import PhaseTimer, Progress
 from republish.solver.steps import Mode, check_solver_options
 from republish.state import (
     LAST_RELEASE,
@@ -64,7 +64,6 @@ from republish.tables import encode_qis, validate_table
 
 __all__ = ["StepResult", "publish_m_invariant"]
 
-Progress = Callable[[str], None]
 EligibilityMethod = Literal["counterfeit", "delete", "hybrid"]
 PRINCIPLE = "m-invariance"
 
@@ -116,24 +115,6 @@ class StepResult:
             "grouping_status": None if self.grouping is None else self.grouping.status,
             "grouping_gap": None if self.grouping is None else self.grouping.gap,
         }
-
-
-class _Timer:
-    """Wall time per phase, reported to ``progress`` as each phase starts."""
-
-    def __init__(self, progress: Progress | None) -> None:
-        self.progress = progress
-        self.times: dict[str, float] = {}
-        self.current: str | None = None
-        self.since = time.perf_counter()
-
-    def phase(self, name: str | None) -> None:
-        now = time.perf_counter()
-        if self.current is not None:
-            self.times[self.current] = now - self.since
-        self.current, self.since = name, now
-        if name is not None and self.progress is not None:
-            self.progress(name)
 
 
 def _make_eligible(
@@ -249,7 +230,7 @@ def publish_m_invariant(
         if the computed release fails its verifier (never returned).
     """
     start = time.perf_counter()
-    timer = _Timer(progress)
+    timer = PhaseTimer(progress)
     timer.phase("validate")
     if eligibility not in ("counterfeit", "delete", "hybrid"):
         raise ParameterError(
