@@ -251,6 +251,17 @@ def repair_groups(values: np.ndarray, fake: np.ndarray, groups: np.ndarray) -> n
     return groups
 
 
+def _rows(points: np.ndarray, values: Sequence[str] | np.ndarray,
+          is_counterfeit: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Points as floats, values as strings, and the counterfeit flags (NaN codes when
+    ``is_counterfeit`` is None)."""
+    points = np.asarray(points, dtype=np.float64)
+    labels = np.asarray(values, dtype=object).astype(str)
+    fake = (np.isnan(points).any(axis=1) if is_counterfeit is None
+            else np.asarray(is_counterfeit, dtype=bool))
+    return points, labels, fake
+
+
 def _split_one(points: np.ndarray, values: np.ndarray, fake: np.ndarray) -> np.ndarray:
     marked = np.where(fake[:, None], np.nan, points)
     return repair_groups(values, fake, split_bucket_min_perimeter(marked, values).groups)
@@ -270,10 +281,7 @@ def group_step(
     counterfeits) into groups of one row per value: §4.3 split, then the exact model."""
     check_solver_options(mode, time_limit, workers)
     started = time.perf_counter()
-    points = np.asarray(points, dtype=np.float64)
-    labels = np.asarray(values, dtype=object).astype(str)
-    fake = (np.isnan(points).any(axis=1) if is_counterfeit is None
-            else np.asarray(is_counterfeit, dtype=bool))
+    points, labels, fake = _rows(points, values, is_counterfeit)
     greedy = _split_one(points, labels, fake)
     heuristic_time = time.perf_counter() - started
     s = len(set(labels.tolist()))
@@ -317,10 +325,7 @@ def split_step(
     order of size, largest first."""
     check_solver_options(mode, time_limit, workers)
     started = time.perf_counter()
-    points = np.asarray(points, dtype=np.float64)
-    labels = np.asarray(values, dtype=object).astype(str)
-    fake = (np.isnan(points).any(axis=1) if is_counterfeit is None
-            else np.asarray(is_counterfeit, dtype=bool))
+    points, labels, fake = _rows(points, values, is_counterfeit)
     marked = np.where(fake[:, None], np.nan, points)
     bucket_labels, bucket_of = np.unique(np.asarray(buckets), return_inverse=True)
     greedy = split_buckets_min_perimeter(marked, labels, bucket_of).groups
@@ -395,10 +400,7 @@ def partition_step(
     small enough, else Assign's buckets grouped by :func:`split_step` in ``mode``."""
     check_solver_options(mode, time_limit, workers)
     started = time.perf_counter()
-    points = np.asarray(points, dtype=np.float64)
-    labels = np.asarray(values, dtype=object).astype(str)
-    fake = (np.isnan(points).any(axis=1) if is_counterfeit is None
-            else np.asarray(is_counterfeit, dtype=bool))
+    points, labels, fake = _rows(points, values, is_counterfeit)
     bucket = _assign_buckets(labels, fake, m)
     split, _ = split_step(points, labels, bucket, fake, objective=objective,
                           mode="heuristic", time_limit=time_limit, workers=workers)
