@@ -35,6 +35,7 @@ from datetime import date
 from pathlib import Path
 
 import pandas as pd
+from batch_throughput import markdown  # benchmarks/ is the script's folder
 
 from republish.datasets import load_adult, synthetic_census
 from republish.solver.compare import compare_pipelines, plot_comparison
@@ -78,13 +79,6 @@ def _summary(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _markdown(frame: pd.DataFrame) -> str:
-    header = "| " + " | ".join(frame.columns) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(False)]
-    return "\n".join([header, rule, *body])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", choices=("adult", "census"), default="adult")
@@ -122,16 +116,15 @@ def main() -> None:
           f"{time.perf_counter() - began:.0f} s, time limit {args.time_limit} s per step, "
           f"{args.dataset} initial={initial} r={r} releases={releases}, "
           f"eligibility {args.eligibility}\n")
-    print(_markdown(_summary(results)))
+    print(markdown(_summary(results), digits=6))
     per_release = results[["m", "pipeline", "release", "counterfeits", "deferred",
                            "mean_perimeter", "status", "grouping_status", "grouping_gap",
                            "wall_time_s"]].copy()
     per_release["mean_perimeter"] = per_release["mean_perimeter"].round(4)
     per_release["grouping_gap"] = per_release["grouping_gap"].round(4)
     per_release["wall_time_s"] = per_release["wall_time_s"].round(2)
-    per_release = per_release.astype(object).where(per_release.notna(), "-")
     print()
-    print(_markdown(per_release))
+    print(markdown(per_release, digits=6))
 
 
 if __name__ == "__main__":
