@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from republish.errors import InputError, ParameterError, format_rows
+from republish.identifiers import IdentifierKind
 from republish.principles.report import VerificationReport, Violation
 from republish.release import GROUP, Release
 from republish.schema import Schema
@@ -63,6 +64,10 @@ class PublisherState:
         The distinct signatures referenced by ``rows``.
     deferred:
         Identifiers held back by the last release.
+    identifier_kind:
+        ``text`` or ``integer`` (:mod:`republish.identifiers`): every later table's
+        identifiers are canonicalized to it. ``None`` until fixed by ``init`` or the first
+        release.
     """
 
     schema: Schema
@@ -71,13 +76,22 @@ class PublisherState:
     rows: pd.DataFrame = field(default_factory=pd.DataFrame)
     signatures: tuple[frozenset[str], ...] = ()
     deferred: tuple[str, ...] = ()
+    identifier_kind: IdentifierKind | None = None
 
     @classmethod
-    def empty(cls, schema: Schema, m: int) -> PublisherState:
+    def empty(
+        cls, schema: Schema, m: int, identifier_kind: IdentifierKind | None = None
+    ) -> PublisherState:
         """The state before the first release."""
         if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 2:
             raise ParameterError(f"m must be an integer of at least 2, got {m!r}.")
-        return cls(schema=schema, m=int(m), rows=_empty_rows(schema))
+        return cls(schema=schema, m=int(m), rows=_empty_rows(schema),
+                   identifier_kind=identifier_kind)
+
+    def last_population(self) -> pd.Index:
+        """Identifiers of the last release: its published rows and its deferred ones."""
+        present = self.rows.index[self.rows[LAST_RELEASE].to_numpy() == self.last_release]
+        return present.append(pd.Index(list(self.deferred), dtype=object))
 
     @classmethod
     def from_releases(cls, releases: Sequence[Release], m: int) -> PublisherState:
@@ -162,6 +176,7 @@ class PublisherState:
             rows=rows,
             signatures=table,
             deferred=tuple(str(d) for d in release.deferred),
+            identifier_kind=self.identifier_kind or release.metadata.get("identifier_kind"),
         )
 
 

@@ -37,6 +37,11 @@ import numpy as np
 import pandas as pd
 
 from republish.errors import RepublishError, StoreError
+from republish.identifiers import (
+    IdentifierKind,
+    infer_identifier_kind,
+    validate_identifier_kind,
+)
 from republish.principles.report import VerificationReport
 from republish.release import GROUP, Release
 from republish.schema import Schema
@@ -111,6 +116,12 @@ class ReleaseStore:
         #: Principle parameters besides m (eps-inclusion: lambda, tau, categories, extras).
         self.options: dict[str, Any] = json.loads(meta.get("options", "{}"))
         self.revision = int(meta["revision"])
+        #: ``text`` or ``integer`` (:mod:`republish.identifiers`); ``None`` until ``init``
+        #: or the first release fixes it.
+        self.identifier_kind: IdentifierKind | None = (
+            validate_identifier_kind(meta["identifier_kind"]) if "identifier_kind" in meta
+            else None
+        )
         self._state: PublisherState | None = None
         self._state_revision = -1
 
@@ -120,12 +131,17 @@ class ReleaseStore:
     def init(
         cls, path: str | Path, schema: Schema, m: int, principle: str = "m-invariance",
         options: Mapping[str, Any] | None = None,
+        identifier_kind: IdentifierKind | None = None,
     ) -> ReleaseStore:
         """Create a new, empty store; refuses to overwrite an existing file.
 
         ``options`` (JSON-able) are the principle's other parameters, kept in the store.
+        ``identifier_kind`` (``text`` or ``integer``) fixes how identifiers are compared
+        across releases; ``None`` lets the first release infer it.
         """
         path = Path(path)
+        if identifier_kind is not None:
+            identifier_kind = validate_identifier_kind(identifier_kind)
         if isinstance(m, bool) or not isinstance(m, int) or m < 2:
             raise StoreError(f"m must be an integer of at least 2, got {m!r}.")
         if path.exists():
@@ -144,6 +160,8 @@ class ReleaseStore:
                 "revision": "0",
                 "created": datetime.now(UTC).isoformat(),
             }
+            if identifier_kind is not None:
+                meta["identifier_kind"] = identifier_kind
             connection.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
         except sqlite3.Error as exc:
             connection.close()
@@ -212,14 +230,19 @@ class ReleaseStore:
             "SELECT last_release, rows, signatures, deferred FROM state WHERE id = 1"
         ).fetchone()
         if row is None:
-            state = PublisherState.empty(self.schema, self.m)
+            state = PublisherState.empty(self.schema, self.m, self.identifier_kind)
         else:
             last, blob, signatures, deferred = row
             rows = _from_parquet(blob).set_index(self.schema.identifier)
+            if self.identifier_kind is None:
+                # Stores written before identifier kinds: the ids published so far tell.
+                self.identifier_kind = infer_identifier_kind(
+                    pd.Series(rows.index.astype(str), dtype=object))
             state = PublisherState(
                 schema=self.schema, m=self.m, last_release=int(last), rows=rows,
                 signatures=tuple(frozenset(s) for s in json.loads(signatures)),
                 deferred=tuple(json.loads(deferred)),
+                identifier_kind=self.identifier_kind,
             )
         self._state, self._state_revision = state, self.revision
         return state
@@ -400,10 +423,16 @@ class ReleaseStore:
                 raise StoreError(f"{self.path} was modified by another process; recompute.")
             self._write_release(connection, release.number, summary, header, blobs)
             self._write_state(connection, next_state)
+            if next_state.identifier_kind is not None:
+                connection.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('identifier_kind', ?)",
+                    (next_state.identifier_kind,),
+                )
             connection.execute(
                 "UPDATE meta SET value = ? WHERE key = 'revision'", (str(self.revision + 1),)
             )
         self.revision += 1
+        self.identifier_kind = next_state.identifier_kind
         self._state, self._state_revision = next_state, self.revision
 
     def _write_release(

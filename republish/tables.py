@@ -12,6 +12,12 @@ import numpy as np
 import pandas as pd
 
 from republish.errors import InputError, format_rows
+from republish.identifiers import (
+    IdentifierKind,
+    canonical_identifiers,
+    check_population_continuity,
+    infer_identifier_kind,
+)
 from republish.schema import Schema
 
 
@@ -34,7 +40,10 @@ def read_frame(source: str | Path | pd.DataFrame, delimiter: str = ",") -> pd.Da
         ) from exc
 
 
-def load_table(source: str | Path | pd.DataFrame, schema: Schema) -> pd.DataFrame:
+def load_table(
+    source: str | Path | pd.DataFrame, schema: Schema,
+    identifier_kind: IdentifierKind | None = None,
+) -> pd.DataFrame:
     """Load microdata and validate it against ``schema``.
 
     Returns a DataFrame with the identifier column as strings, numeric QIs as floats,
@@ -49,7 +58,7 @@ def load_table(source: str | Path | pd.DataFrame, schema: Schema) -> pd.DataFram
         its order or hierarchy, or a non-numeric value in a numeric QI.
     """
     frame = read_frame(source, schema.delimiter)
-    return validate_table(frame, schema)
+    return validate_table(frame, schema, identifier_kind)
 
 
 def _stripped(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
@@ -73,8 +82,14 @@ def _is_missing(series: pd.Series) -> np.ndarray:
     return np.append(empty, True)[codes]
 
 
-def validate_table(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
-    """Validate and normalize an in-memory table; see :func:`load_table`."""
+def validate_table(
+    frame: pd.DataFrame, schema: Schema, identifier_kind: IdentifierKind | None = None
+) -> pd.DataFrame:
+    """Validate and normalize an in-memory table; see :func:`load_table`.
+
+    Identifiers are canonicalized for ``identifier_kind`` (a history's recorded kind;
+    inferred from the column when ``None``): see :mod:`republish.identifiers`.
+    """
     needed = [schema.identifier, *schema.qi_names, schema.sensitive]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
@@ -94,7 +109,9 @@ def validate_table(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
                 "remove those rows."
             )
     out = pd.DataFrame(index=frame.index)
-    out[schema.identifier] = frame[schema.identifier].astype(str).str.strip()
+    identifiers = frame[schema.identifier]
+    kind = identifier_kind if identifier_kind is not None else infer_identifier_kind(identifiers)
+    out[schema.identifier] = canonical_identifiers(identifiers, kind, schema.identifier)
     duplicated = out[schema.identifier].duplicated(keep=False)
     if duplicated.any():
         values = out.loc[duplicated, schema.identifier].unique().tolist()
@@ -144,3 +161,33 @@ def encode_qis(table: pd.DataFrame, schema: Schema) -> np.ndarray:
             lookup = {value: code for code, value in enumerate(categories)}
             codes[:, j] = table[qi.name].map(lookup).to_numpy(dtype=np.float64)
     return codes
+
+
+def validate_release_table(
+    table: pd.DataFrame,
+    schema: Schema,
+    identifier_kind: IdentifierKind | None,
+    previous_population: pd.Index,
+    *,
+    validated: bool = False,
+    new_population: bool = False,
+) -> tuple[pd.DataFrame, IdentifierKind]:
+    """``T(n)`` of a release step, validated, with the history's identifier kind.
+
+    ``identifier_kind`` is the history's kind (``None`` before it is fixed: inferred
+    here); ``previous_population`` the identifiers of the last release
+    (:meth:`republish.state.PublisherState.last_population`), which a table of similar
+    size must mostly share unless ``new_population``
+    (:func:`republish.identifiers.check_population_continuity`). With ``validated`` the
+    table already went through :func:`validate_table` with this kind.
+    """
+    if validated:
+        table = table.reset_index(drop=True)
+    else:
+        table = validate_table(table, schema, identifier_kind)
+    kind = identifier_kind or infer_identifier_kind(table[schema.identifier])
+    check_population_continuity(
+        previous_population, pd.Index(table[schema.identifier]),
+        new_population=new_population, identifier=schema.identifier,
+    )
+    return table, kind

@@ -54,7 +54,7 @@ from republish.schema import Schema
 from republish.solver.certificate import Certificate
 from republish.solver.phase_timer import PhaseTimer, Progress
 from republish.state import LAST_RELEASE, SIGNATURE, PublisherState, check_unchanged
-from republish.tables import encode_qis, validate_table
+from republish.tables import encode_qis, validate_release_table
 
 __all__ = [
     "EpsStepResult",
@@ -188,6 +188,7 @@ def publish_eps_inclusive(
     rng: np.random.Generator | None = None,
     number: int | None = None,
     progress: Progress | None = None,
+    new_population: bool = False,
     validated: bool = False,
     use_model: bool = True,
     time_limit: float = 10.0,
@@ -240,7 +241,10 @@ def publish_eps_inclusive(
     if number <= state.last_release:
         raise ParameterError(f"release number {number} must exceed {state.last_release}.")
     rng = rng if rng is not None else np.random.default_rng()
-    table = validate_table(table, schema) if not validated else table.reset_index(drop=True)
+    table, identifier_kind = validate_release_table(
+        table, schema, state.identifier_kind, state.last_population(), validated=validated,
+        new_population=new_population,
+    )
     check_unchanged(state, table)
     ids = table[schema.identifier].astype(str).to_numpy(dtype=object)
     sensitive = table[schema.sensitive].astype(str).to_numpy(dtype=object)
@@ -318,7 +322,8 @@ def publish_eps_inclusive(
     release = build_permuted_release(
         number, table.iloc[published_rows], placement.cluster[published_rows],
         domain_array[placement.published[published_rows]], schema,
-        deferred=ids[deferred_rows].tolist(), rng=rng, metadata={"parameters": parameters},
+        deferred=ids[deferred_rows].tolist(), rng=rng, metadata={"parameters": parameters,
+                                           "identifier_kind": identifier_kind},
     )
 
     phase("verify")
@@ -328,7 +333,7 @@ def publish_eps_inclusive(
             f"release {number} failed verification and was not produced: {report.summary()}"
         )
     phase("state")
-    next_state = state.advance(release)
+    next_state = dataclasses.replace(state, identifier_kind=identifier_kind).advance(release)
     phase(None)
     wall = time.perf_counter() - start
     certificate = dataclasses.replace(certificate, times=dict(timer.times))

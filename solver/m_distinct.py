@@ -55,7 +55,7 @@ from republish.solver._m_distinct_phases import (
 from republish.solver.certificate import Certificate
 from republish.solver.m_invariance import StepResult
 from republish.state import LAST_RELEASE, SIGNATURE, PublisherState
-from republish.tables import encode_qis, validate_table
+from republish.tables import encode_qis, validate_release_table
 from republish.transitions import TransitionModel, UpdateSetSignature
 
 __all__ = ["publish_m_distinct", "publish_with_options", "store_options"]
@@ -103,6 +103,7 @@ def publish_m_distinct(
     rng: np.random.Generator | None = None,
     number: int | None = None,
     progress: Progress | None = None,
+    new_population: bool = False,
     validated: bool = False,
     exact: bool = True,
     time_limit: float = 10.0,
@@ -145,7 +146,10 @@ def publish_m_distinct(
     if number <= state.last_release:
         raise ParameterError(f"release number {number} must exceed {state.last_release}.")
     rng = rng if rng is not None else np.random.default_rng()
-    table = table.reset_index(drop=True) if validated else validate_table(table, schema)
+    table, identifier_kind = validate_release_table(
+        table, schema, state.identifier_kind, state.last_population(), validated=validated,
+        new_population=new_population,
+    )
     ids = table[schema.identifier].astype(str).to_numpy(dtype=object)
     positions = state.positions(ids)
     _changes_outside_model(state, table, positions, model)
@@ -275,7 +279,8 @@ def publish_m_distinct(
     release = build_release(
         number, table.iloc[published_rows].reset_index(drop=True), groups[real], schema,
         counterfeit_values=counterfeit_values, deferred=ids[deferred].tolist(), rng=rng,
-        model="interval", metadata={"parameters": parameters},
+        model="interval", metadata={"parameters": parameters,
+                                           "identifier_kind": identifier_kind},
     )
     report = verify_release(release, m).merge(
         check_m_distinct_against_state(release, state, model, strict, positions[published_rows]),
@@ -284,7 +289,8 @@ def publish_m_distinct(
     if not report.ok:
         raise VerificationError(
             f"release {number} failed verification and was not produced: {report.summary()}")
-    next_state = state.advance(release, positions=positions[published_rows])
+    next_state = dataclasses.replace(state, identifier_kind=identifier_kind).advance(
+        release, positions=positions[published_rows])
     phase("verify")
     wall = time.perf_counter() - start
     counterfeits = release.counterfeit_total()

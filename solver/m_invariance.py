@@ -60,7 +60,7 @@ from republish.state import (
     check_against_state,
     check_unchanged,
 )
-from republish.tables import encode_qis, validate_table
+from republish.tables import encode_qis, validate_release_table
 
 __all__ = ["StepResult", "publish_m_invariant"]
 
@@ -176,6 +176,7 @@ def publish_m_invariant(
     rng: np.random.Generator | None = None,
     number: int | None = None,
     progress: Progress | None = None,
+    new_population: bool = False,
     validated: bool = False,
     eligibility_time_limit: float = 10.0,
     mode: Mode = "heuristic",
@@ -246,7 +247,10 @@ def publish_m_invariant(
     if number <= state.last_release:
         raise ParameterError(f"release number {number} must exceed {state.last_release}.")
     rng = rng if rng is not None else np.random.default_rng()
-    table = table.reset_index(drop=True) if validated else validate_table(table, schema)
+    table, identifier_kind = validate_release_table(
+        table, schema, state.identifier_kind, state.last_population(), validated=validated,
+        new_population=new_population,
+    )
     ids = table[schema.identifier].astype(str).to_numpy(dtype=object)
     positions = state.positions(ids)
     check_unchanged(state, table, positions)
@@ -337,7 +341,7 @@ def publish_m_invariant(
         deferred=ids[deferred_rows].tolist(),
         rng=rng,
         model="interval",
-        metadata={"parameters": parameters},
+        metadata={"parameters": parameters, "identifier_kind": identifier_kind},
     )
     boxes = group_boxes(codes[published_rows], groups)
     mean_perimeter = float(perimeters(schema, boxes, Domain.of(schema, codes)).mean())
@@ -352,7 +356,7 @@ def publish_m_invariant(
             f"release {number} failed verification and was not produced: {report.summary()}"
         )
     timer.phase("state")
-    next_state = state.advance(
+    next_state = dataclasses.replace(state, identifier_kind=identifier_kind).advance(
         release, [work.signatures[b] for b in item_buckets[real].tolist()],
         positions[published_rows],
     )

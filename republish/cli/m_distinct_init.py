@@ -10,6 +10,7 @@ from pathlib import Path
 
 from republish.cli.app import console
 from republish.errors import ParameterError
+from republish.identifiers import IdentifierKind
 from republish.schema import load_schema
 from republish.solver.m_distinct import store_options
 from republish.store import ReleaseStore
@@ -20,7 +21,7 @@ __all__ = ["init_m_distinct"]
 
 def init_m_distinct(
     store: Path, schema: Path, m: int | None, principle: str, transitions: Path | None,
-    strict: bool,
+    strict: bool, identifier_kind: IdentifierKind | None = None,
 ) -> None:
     """Create an m-Distinct store (see the module docstring)."""
     if principle != "m-distinct":
@@ -33,7 +34,8 @@ def init_m_distinct(
             "probability); an empty relation (header only) is m-invariance.")
     model = read_transitions(transitions)
     options = store_options(model, strict)
-    ReleaseStore.init(store, load_schema(schema), m, principle, options).close()
+    ReleaseStore.init(store, load_schema(schema), m, principle, options,
+                      identifier_kind=identifier_kind).close()
     largest = max((len(model.cus(v)) for v in model.values), default=1)
     extension = " with the §IV-B extension" if strict else ""
     console.print(

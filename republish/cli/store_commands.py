@@ -36,6 +36,7 @@ from rich.table import Table
 from republish.categories import SACategories
 from republish.cli.app import app, console, error_console, print_json
 from republish.errors import InputError, ParameterError
+from republish.identifiers import validate_identifier_kind
 from republish.principles import check_m_invariance_sequence, verify_release
 from republish.release import Release, write_release
 from republish.schema import load_schema
@@ -60,6 +61,11 @@ class Principle(StrEnum):
     m_invariance = "m-invariance"
     eps_inclusion = "eps-inclusion"
     m_distinct = "m-distinct"
+
+
+class IdKind(StrEnum):
+    integer = "integer"
+    text = "text"
 
 
 class SolverMode(StrEnum):
@@ -125,12 +131,19 @@ def init(
                            "(disjoint candidate update sets in a record's first group; "
                            "re-publication risk at most 1/m).")
     ] = False,
+    id_kind: Annotated[
+        IdKind | None,
+        typer.Option("--id-kind", help="How identifiers compare across releases: 'integer' "
+                     "(123, 123.0 and 0123 are one person) or 'text' (numeric columns "
+                     "refused). Default: inferred from the first release, then fixed."),
+    ] = None,
 ) -> None:
     """Create an empty release store for one dataset."""
+    kind = None if id_kind is None else validate_identifier_kind(id_kind.value)
     if principle is Principle.m_distinct or transitions is not None or strict:
         from republish.cli.m_distinct_init import init_m_distinct
 
-        init_m_distinct(store, schema, m, principle.value, transitions, strict)
+        init_m_distinct(store, schema, m, principle.value, transitions, strict, kind)
         return
     if principle is Principle.m_invariance:
         if m is None:
@@ -138,7 +151,7 @@ def init(
         if lam is not None or categories is not None or category_level is not None:
             raise ParameterError("--lambda, --tau and --categories need --principle "
                                  "eps-inclusion.")
-        ReleaseStore.init(store, load_schema(schema), m).close()
+        ReleaseStore.init(store, load_schema(schema), m, identifier_kind=kind).close()
         console.print(f"created {store} (m = {m}, principle m-invariance)")
         return
     if lam is None:
@@ -155,7 +168,8 @@ def init(
         raise ParameterError(f"--m {m} differs from ε = λ·τ = {epsilon}; drop --m.")
     if epsilon < 2:
         raise ParameterError(f"ε = λ·τ = {epsilon}: every group needs at least 2 rows.")
-    ReleaseStore.init(store, load_schema(schema), epsilon, principle.value, options).close()
+    ReleaseStore.init(store, load_schema(schema), epsilon, principle.value, options,
+                      identifier_kind=kind).close()
     console.print(f"created {store} (ε = λ·τ = {lam}·{tau} = {epsilon}, principle "
                   f"eps-inclusion, categories {mapping.source})")
 
@@ -193,6 +207,13 @@ def release(
                      "one budget in seconds for all exact models of the release step; the "
                      "greedy answer is kept where they run out."),
     ] = 10.0,
+    new_population: Annotated[
+        bool,
+        typer.Option("--new-population", help="Accept a table that shares almost no "
+                     "identifiers with the last release at a similar size (refused by "
+                     "default: it usually means re-keyed identifiers, which would lift "
+                     "every returning person's protection)."),
+    ] = False,
 ) -> None:
     """Compute, verify and record the next release of DATA (the store's principle)."""
     with ReleaseStore.open(store) as opened:
@@ -208,7 +229,7 @@ def release(
                 f"{existing} already exist; choose another output directory or remove them."
             )
         try:
-            table = load_table(data, opened.schema)
+            table = load_table(data, opened.schema, opened.identifier_kind)
         except InputError as exc:
             raise InputError(f"{data} does not match the store's schema: {exc}") from exc
         rng = np.random.default_rng(seed)
@@ -225,16 +246,17 @@ def release(
 
                 result = distinct(table, opened.schema, opened.m, opened.options, state,
                                   eligibility=eligibility.value, rng=rng, number=number,
-                                  validated=True, progress=report)
+                                  validated=True, progress=report,
+                                  new_population=new_population)
             elif eps:
                 result = publish_with_options(table, opened.schema, opened.options, state,
                                               rng=rng, number=number, validated=True,
-                                              progress=report)
+                                              progress=report, new_population=new_population)
             else:
                 result = publish_m_invariant(
                     table, opened.schema, opened.m, state, eligibility=eligibility.value,
                     rng=rng, number=number, validated=True, progress=report,
-                    mode=solver.value, time_limit=time_limit,
+                    mode=solver.value, time_limit=time_limit, new_population=new_population,
                 )
             progress.update(task, description="writing")
             output.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,194 @@
+"""Identifiers that stay the same person across releases.
+
+m-invariance (and every principle of this product) constrains a person's releases through
+their identifier: a returning row keeps its signature only if its identifier is recognized.
+An identifier whose *type* changes between releases -- ``123`` in a CSV, ``123.0`` in a
+Parquet file whose column became float, ``00123`` after a spreadsheet kept or dropped
+leading zeros -- would silently turn every returning person into a new one, and the
+release would pass every verifier while disclosing values by intersection.
+
+So identifiers have a *kind*, fixed for a store's whole history:
+
+* ``integer``: every identifier is an integer. Integers, integral floats (``123.0``) and
+  integer text (``"0123"``, ``"+123"``, ``"123.0"``) all canonicalize to the decimal text
+  of the integer (``"123"``). Anything else is refused.
+* ``text``: identifiers are text, compared after stripping surrounding blanks. A numeric
+  column is refused: its conversion to text is ambiguous (``123`` vs ``123.0`` vs
+  ``0123``).
+
+The kind is inferred from the first release when not given at ``init`` (integer when every
+identifier is already canonical integer text or a number, text otherwise). As a second
+guard, :func:`check_population_continuity` refuses a release that shares almost no
+identifiers with the previous one while having a similar size -- the signature of a
+re-keyed population -- unless the publisher says it is a new population.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, cast
+
+import numpy as np
+import pandas as pd
+
+from republish.errors import InputError, ParameterError, format_rows
+
+__all__ = [
+    "IDENTIFIER_KINDS",
+    "IdentifierKind",
+    "canonical_identifiers",
+    "check_population_continuity",
+    "infer_identifier_kind",
+    "validate_identifier_kind",
+]
+
+IdentifierKind = Literal["text", "integer"]
+IDENTIFIER_KINDS: tuple[IdentifierKind, ...] = ("text", "integer")
+
+_CANONICAL_INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(\.0*)?")
+
+#: A release sharing fewer than this share of the smaller population with the previous
+#: release, at a similar size, looks re-keyed (see :func:`check_population_continuity`).
+MIN_SHARED_SHARE = 0.1
+#: Sizes within this factor of each other count as similar.
+SIMILAR_SIZE_FACTOR = 2.0
+#: Below this many rows on either side the test says nothing.
+MIN_POPULATION = 10
+
+
+def validate_identifier_kind(kind: object) -> IdentifierKind:
+    """``kind`` if it is ``"text"`` or ``"integer"``; else :class:`ParameterError`."""
+    if kind not in IDENTIFIER_KINDS:
+        raise ParameterError(
+            f"identifier kind (--id-kind) must be 'text' or 'integer', got {kind!r}."
+        )
+    return cast(IdentifierKind, kind)
+
+
+def _is_integer_dtype(column: pd.Series) -> bool:
+    return pd.api.types.is_integer_dtype(column) and not pd.api.types.is_bool_dtype(column)
+
+
+def infer_identifier_kind(column: pd.Series) -> IdentifierKind:
+    """The kind of a first release's identifier column (no missing values).
+
+    ``integer`` for an integer column, a float column of integral values, or text that is
+    already canonical integer text (no sign ``+``, no leading zeros, no ``.0``): such
+    identifiers cannot lose information by becoming integers. ``text`` otherwise.
+    """
+    if _is_integer_dtype(column):
+        return "integer"
+    if pd.api.types.is_float_dtype(column):
+        values = column.to_numpy(dtype=float)
+        if np.isfinite(values).all() and (values == np.round(values)).all():
+            return "integer"
+        return "text"
+    if pd.api.types.is_bool_dtype(column):
+        return "text"
+    codes, uniques = pd.factorize(column)
+    text = pd.Index(uniques).astype(str).str.strip()
+    if len(text) and all(_CANONICAL_INTEGER.fullmatch(t) for t in text):
+        return "integer"
+    return "text"
+
+
+def canonical_identifiers(column: pd.Series, kind: IdentifierKind, name: str) -> pd.Series:
+    """Identifiers of ``column`` as canonical text for ``kind`` (see the module docstring).
+
+    Raises
+    ------
+    InputError
+        naming the rows whose identifiers do not fit ``kind``.
+    """
+    kind = validate_identifier_kind(kind)
+    if kind == "text":
+        if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+            raise InputError(
+                f"identifier column {name!r} is numeric ({column.dtype}) but this history's "
+                "identifiers are text: a number's text form is ambiguous (123, 123.0, 0123) "
+                "and would make returning people look new. Read the column as text, as in "
+                "earlier releases (for a DataFrame: frame[column].astype(str) on the "
+                "original text; for Parquet: store the column as a string)."
+            )
+        codes, uniques = pd.factorize(column)
+        text = pd.Index(uniques).astype(str).str.strip()
+        return pd.Series(np.asarray(text, dtype=object)[codes], index=column.index)
+    if _is_integer_dtype(column):
+        return column.astype(np.int64).astype(str).astype(object)
+    if pd.api.types.is_float_dtype(column):
+        values = column.to_numpy(dtype=float)
+        bad = ~(np.isfinite(values) & (values == np.round(values)))
+        if bad.any():
+            rows = np.flatnonzero(bad).tolist()
+            raise InputError(
+                f"identifier column {name!r} has non-integer value(s) "
+                f"{format_rows(column.iloc[rows[:3]].tolist())} in row(s) {format_rows(rows)}"
+                " but this history's identifiers are integers; fix those identifiers."
+            )
+        return pd.Series(
+            np.asarray([str(int(v)) for v in values], dtype=object), index=column.index
+        )
+    codes, uniques = pd.factorize(column)
+    text = pd.Index(uniques).astype(str).str.strip()
+    canonical = []
+    bad_codes = []
+    for code, value in enumerate(text):
+        if _INTEGER_TEXT.fullmatch(value):
+            canonical.append(str(int(value.split(".")[0])))
+        else:
+            canonical.append("")
+            bad_codes.append(code)
+    if bad_codes:
+        rows = np.flatnonzero(np.isin(codes, bad_codes)).tolist()
+        raise InputError(
+            f"identifier column {name!r} has value(s) "
+            f"{format_rows([text[c] for c in bad_codes[:3]])} in row(s) {format_rows(rows)} "
+            "that are not integers, but this history's identifiers are integers (recorded "
+            "at init or by the first release). Fix those identifiers, or start a new store "
+            "for a new population."
+        )
+    return pd.Series(np.asarray(canonical, dtype=object)[codes], index=column.index)
+
+
+def check_population_continuity(
+    previous: pd.Index | np.ndarray,
+    current: pd.Index | np.ndarray,
+    *,
+    new_population: bool = False,
+    identifier: str = "identifier",
+) -> None:
+    """Refuse a release that looks re-keyed: almost no shared identifiers, similar size.
+
+    ``previous`` are the identifiers of the last release (published and deferred),
+    ``current`` those of the table now. Real turnover between two releases of one
+    population keeps most people; a table of similar size sharing fewer than
+    :data:`MIN_SHARED_SHARE` of them almost always means that the identifiers changed
+    form (type, padding, a new numbering), and publishing it would treat every returning
+    person as new, with no signature constraint: an intersection of the two releases
+    can then disclose their sensitive values.
+
+    Raises
+    ------
+    InputError
+        unless ``new_population`` is true.
+    """
+    if new_population:
+        return
+    before, now = len(previous), len(current)
+    if min(before, now) < MIN_POPULATION:
+        return
+    if max(before, now) > SIMILAR_SIZE_FACTOR * min(before, now):
+        return
+    shared = len(pd.Index(previous).intersection(pd.Index(current)))
+    if shared >= MIN_SHARED_SHARE * min(before, now):
+        return
+    raise InputError(
+        f"this table shares {shared} of its {now} {identifier!r} values with the "
+        f"{before} of the last release, at a similar size: it looks like the same "
+        "population under other identifiers (a changed type, padding or numbering). "
+        "Publishing it would treat every returning person as new and lift the constraints "
+        "that protect them: combining the releases could disclose their sensitive values. "
+        "Fix the identifiers to match earlier releases; if this really is a new population, "
+        "say so with --new-population (new_population=True)."
+    )
