@@ -31,16 +31,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from republish.datasets import datasets_dir
-from republish.solver.batch import Manifest, load_manifest
-from republish.solver.batch_execute import run_batch
-from republish.solver.batch_report import (
+from republish.batch.execute import run_batch
+from republish.batch.manifest import Manifest, load_manifest
+from republish.batch.report import (
     comparison_summary,
     method_summary,
     optimum_comparison,
     plot_optimum_comparison,
     plot_time_vs_size,
 )
+from republish.datasets import datasets_dir
 
 HERE = Path(__file__).resolve().parent
 SWEEP = HERE / "batch_sweep.toml"

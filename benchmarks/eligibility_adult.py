@@ -37,7 +37,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from republish.eligibility_types import EligibilitySolution  # noqa: E402
 from republish.heuristics.eligibility import (  # noqa: E402
     greedy_hybrid,
     maximal_subset,
@@ -45,6 +44,7 @@ from republish.heuristics.eligibility import (  # noqa: E402
     random_counterfeits,
 )
 from republish.models.eligibility import solve_eligibility  # noqa: E402
+from republish.problems.eligibility import EligibilitySolution  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = range(5)

@@ -13,7 +13,7 @@ objective and its gap to the proven bound):
   with a longer limit;
 * ``partition`` -- first-release m-unique partitions (set-partitioning MIP) of Adult rows;
 * ``bound`` -- large size >= 3 buckets of Adult rows: the greedy split against the pairing
-  lower bound (:mod:`republish.models.group_formation_bound`).
+  lower bound (:mod:`republish.models.grouping.bound`).
 
 Usage::
 
@@ -34,19 +34,19 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from republish.bucket_types import BucketCounts
 from republish.datasets import datasets_dir, dynamic_series, load_adult, synthetic_census
 from republish.generalization import Domain
 from republish.heuristics.division import divide_by_signature
 from republish.heuristics.perimeter_split import split_bucket_min_perimeter
 from republish.models.bucket_assignment import solve_bucket_assignment
-from republish.models.group_formation import (
+from republish.models.grouping.bound import pairing_lower_bound
+from republish.models.grouping.formation import (
     form_groups,
     grouping_objective,
     grouping_problems,
     partition_m_unique,
 )
-from republish.models.group_formation_bound import pairing_lower_bound
+from republish.problems.buckets import BucketCounts
 from republish.schema import Schema
 from republish.solver.m_invariance import publish_m_invariant
 from republish.solver.steps import greedy_counts, partition_step

@@ -33,7 +33,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from republish.eligibility_types import (
+from republish.errors import ParameterError
+from republish.problems.eligibility import (
     EligibilitySolution,
     available_counterfeit_values,
     is_m_eligible,
@@ -44,7 +45,6 @@ from republish.eligibility_types import (
     validate_counts,
     validate_m,
 )
-from republish.errors import ParameterError
 
 __all__ = ["greedy_hybrid", "maximal_subset", "minimal_superset", "random_counterfeits"]
 

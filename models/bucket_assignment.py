@@ -21,11 +21,11 @@ Symbols: bucket ``b`` has signature ``S_b`` and ``c[b,v]`` old rows of value ``v
 * with ``P[v] = L[v] - D[v]``, the leftover splits into m-unique groups each holding a
   real row if and only if ``m·(P[v] + E[v]) <= Σ_u (P[u] + E[u])`` and
   ``P[v] + E[v] <= Σ_u P[u]`` for every ``v`` (the lemma of
-  :mod:`republish.bucket_types`).
+  :mod:`republish.problems.buckets`).
 
 Objective: ``Σ f + Σ E + deferral_weight · Σ D``. The model is exact for the counts:
 which rows go where is decided afterwards by group formation
-(:mod:`republish.models.group_formation`). It is a small integer program with a nearly
+(:mod:`republish.models.grouping.formation`). It is a small integer program with a nearly
 integral linear relaxation; it is solved with SCIP (OR-Tools model builder) by default,
 or with CP-SAT (``engine="cp-sat"``), from the same construction.
 """
@@ -42,7 +42,6 @@ from typing import Any, Literal, cast
 from ortools.linear_solver.python import model_builder
 from ortools.sat.python import cp_model
 
-from republish.bucket_types import BucketCounts
 from republish.certificate import Certificate, Status
 from republish.errors import ParameterError
 from republish.models.bucket_assignment_result import (
@@ -54,6 +53,7 @@ from republish.models.bucket_assignment_result import (
     objective_value,
     validate,
 )
+from republish.problems.buckets import BucketCounts
 
 __all__ = [
     "BucketAssignment",

@@ -8,9 +8,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from republish.bucket_types import BucketCounts, m_unique_feasible
 from republish.certificate import Certificate, Status
 from republish.errors import InputError, ParameterError
+from republish.problems.buckets import BucketCounts, m_unique_feasible
 
 __all__ = [
     "STEP",

@@ -40,7 +40,9 @@ from typing import Literal
 
 from ortools.sat.python import cp_model
 
-from republish.eligibility_types import (
+from republish.errors import InputError, ParameterError
+from republish.models._cp_sat import cp_sat_solver
+from republish.problems.eligibility import (
     EligibilitySolution,
     available_counterfeit_values,
     present_values,
@@ -50,8 +52,6 @@ from republish.eligibility_types import (
     validate_counts,
     validate_m,
 )
-from republish.errors import InputError, ParameterError
-from republish.models._cp_sat import cp_sat_solver
 
 Mode = Literal["counterfeit", "delete", "hybrid"]
 MODES: tuple[str, ...] = ("counterfeit", "delete", "hybrid")

@@ -39,8 +39,8 @@ from ortools.sat.python import cp_model
 
 from republish.certificate import Certificate
 from republish.cp_sat_status import CP_SAT_STATUS
-from republish.eps_plan import PlanCounts
 from republish.errors import ParameterError
+from republish.problems.eps_plan import PlanCounts
 
 __all__ = ["EpsAssignment", "TypeCounts", "solve_eps_assignment"]
 

@@ -30,11 +30,11 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from republish.eligibility_types import EligibilitySolution
 from republish.errors import InputError, ParameterError
 from republish.generalization import Domain
 from republish.heuristics.eligibility import greedy_hybrid, maximal_subset, minimal_superset
 from republish.models.eligibility import solve_eligibility
+from republish.problems.eligibility import EligibilitySolution
 from republish.schema import Schema
 from republish.tables import encode_qis
 

@@ -31,7 +31,6 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from republish.eligibility_types import EligibilitySolution, solution_from_targets
 from republish.errors import ParameterError, VerificationError
 from republish.generalization import Domain, group_boxes, perimeters
 from republish.heuristics.assign import assign_new_rows
@@ -39,6 +38,7 @@ from republish.heuristics.balancing import balance_buckets
 from republish.heuristics.division import divide_by_signature
 from republish.principles import verify_release
 from republish.principles.report import VerificationReport
+from republish.problems.eligibility import EligibilitySolution, solution_from_targets
 from republish.release import Release, build_release
 from republish.schema import Schema
 from republish.solver.certificate import Certificate
@@ -76,7 +76,7 @@ class StepResult:
     ``deferred`` those held back, ``reinserted`` rows published before the last release,
     absent from it and back now, ``deleted`` rows of the last release absent from ``T(n)``.
     ``grouping`` certifies the group formation of an exact step (objective: the perimeter
-    sum of :mod:`republish.models.group_formation`); None for the heuristic pipeline.
+    sum of :mod:`republish.models.grouping.formation`); None for the heuristic pipeline.
     """
 
     release: Release

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from republish.bucket_types import BucketCounts
-from republish.eligibility_types import EligibilitySolution, solution_from_targets
 from republish.heuristics.balancing import Balancing
 from republish.heuristics.perimeter_split import SplitResult
 from republish.models.bucket_assignment import BucketAssignment
+from republish.problems.buckets import BucketCounts
+from republish.problems.eligibility import EligibilitySolution, solution_from_targets
 from republish.schema import Schema
 from republish.solver.certificate import Certificate
 from republish.solver.eligibility import apply_eligibility

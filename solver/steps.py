@@ -33,7 +33,6 @@ from typing import Literal, cast
 
 import numpy as np
 
-from republish.bucket_types import BucketCounts
 from republish.errors import InputError, ParameterError, RepublishError
 from republish.heuristics.assign import assign_new_rows
 from republish.heuristics.balancing import balance_buckets
@@ -48,13 +47,14 @@ from republish.models.bucket_assignment import (
     bucket_assignment_problems,
     solve_bucket_assignment,
 )
-from republish.models.group_formation import (
+from republish.models.grouping.formation import (
     GroupFormation,
     form_groups,
     grouping_objective,
     grouping_problems,
     partition_m_unique,
 )
+from republish.problems.buckets import BucketCounts
 from republish.solver.certificate import Certificate, Status
 from republish.solver.frequent_counterfeits import prefer_frequent_values
 

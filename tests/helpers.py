@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from republish.cli import main
-from republish.models.group_formation import grouping_objective
+from republish.models.grouping.formation import grouping_objective
 from republish.schema import Hierarchy, QIAttribute, Schema
 
 # ---------------------------------------------------------------- the CLI

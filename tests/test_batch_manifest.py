@@ -12,17 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from republish.errors import ParameterError
-from republish.solver import batch_runners
-from republish.solver.batch import load_manifest, parse_manifest
-from republish.solver.batch_report import (
+from republish.batch import problem as batch_runners
+from republish.batch import registry
+from republish.batch.manifest import load_manifest, parse_manifest
+from republish.batch.problem import Param, Problem
+from republish.batch.report import (
     comparison_summary,
     method_summary,
     optimum_comparison,
     plot_optimum_comparison,
     plot_time_vs_size,
 )
-from republish.solver.batch_results import (
+from republish.batch.results import (
     COLUMNS,
     Journal,
     certificate_problems,
@@ -30,7 +31,7 @@ from republish.solver.batch_results import (
     read_results,
     write_results,
 )
-from republish.solver.batch_runners import Param, Problem
+from republish.errors import ParameterError
 
 ISSUE_EXAMPLE = """
 [defaults]
@@ -165,8 +166,8 @@ def test_unavailable_problem_is_rejected(monkeypatch: pytest.MonkeyPatch) -> Non
         run=batch_runners.run_selftest,
         requires=(("republish.solver.no_such_module", "compare"),),
     )
-    catalogue = {**batch_runners.problems(), "compare": missing}
-    monkeypatch.setattr("republish.solver.batch.problems", lambda: catalogue)
+    catalogue = {**registry.problems(), "compare": missing}
+    monkeypatch.setattr("republish.batch.manifest.problems", lambda: catalogue)
     with pytest.raises(ParameterError, match="problem 'compare' is not available in this "
                                              "version"):
         parse_manifest({"instance": [{"problem": "compare", "m": 2}]}, ".")
@@ -259,7 +260,7 @@ def test_report_against_optimum(tmp_path: Path) -> None:
 
 
 def test_resume_sources_and_retry_failed(tmp_path: Path) -> None:
-    from republish.solver.batch_results import journal_path, previous_rows
+    from republish.batch.results import journal_path, previous_rows
 
     output = tmp_path / "results.parquet"
     write_results(frame_from_rows([_row(instance_id="a"), _row(instance_id="b")]), output)

@@ -11,15 +11,15 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from republish.cli.app import app
-from republish.solver.batch import Manifest, load_manifest
-from republish.solver.batch_execute import BatchProgress, run_batch
-from republish.solver.batch_results import (
+from republish.batch.execute import BatchProgress, run_batch
+from republish.batch.manifest import Manifest, load_manifest
+from republish.batch.results import (
     Journal,
     certificate_problems,
     journal_path,
     read_results,
 )
+from republish.cli.app import app
 
 MANIFEST = """
 [defaults]

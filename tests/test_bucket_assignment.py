@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from republish.bucket_types import BucketCounts, m_unique_feasible, plan_m_unique_groups
 from republish.errors import InputError, ParameterError
 from republish.models.bucket_assignment import (
     BucketAssignment,
@@ -18,6 +17,7 @@ from republish.models.bucket_assignment import (
     bucket_assignment_problems,
     solve_bucket_assignment,
 )
+from republish.problems.buckets import BucketCounts, m_unique_feasible, plan_m_unique_groups
 
 VALUES = ("a", "b", "c", "d")
 

@@ -7,9 +7,9 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from republish.eligibility_types import is_m_eligible
 from republish.errors import InputError, ParameterError
 from republish.heuristics.eligibility import maximal_subset, minimal_superset
+from republish.problems.eligibility import is_m_eligible
 from republish.schema import make_schema
 from republish.solver.eligibility import apply_eligibility, make_eligible, sensitive_counts
 from republish.tables import validate_table

@@ -12,7 +12,6 @@ import math
 
 import pytest
 
-from republish.eligibility_types import EligibilitySolution, is_m_eligible
 from republish.errors import InputError, ParameterError
 from republish.heuristics.eligibility import (
     greedy_hybrid,
@@ -21,6 +20,7 @@ from republish.heuristics.eligibility import (
     random_counterfeits,
 )
 from republish.models.eligibility import solve_eligibility
+from republish.problems.eligibility import EligibilitySolution, is_m_eligible
 
 TABLE_I = {"FLU": 5, "ACNE": 3, "ADHD": 1, "HIV": 1}
 HYBRID_EXAMPLE = {"a": 10, "b": 9, "c": 7, "d": 1}

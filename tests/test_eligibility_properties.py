@@ -15,7 +15,6 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from republish.eligibility_types import is_m_eligible, present_values
 from republish.heuristics.eligibility import (
     greedy_hybrid,
     maximal_subset,
@@ -23,6 +22,7 @@ from republish.heuristics.eligibility import (
     random_counterfeits,
 )
 from republish.models.eligibility import solve_eligibility
+from republish.problems.eligibility import is_m_eligible, present_values
 
 SETTINGS = settings(max_examples=40, deadline=None)
 

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from republish.errors import InputError, ParameterError
 from republish.generalization import Domain
 from republish.heuristics.perimeter_split import split_bucket_min_perimeter
-from republish.models.group_formation import (
+from republish.models.grouping.formation import (
     form_groups,
     grouping_objective,
     grouping_problems,
     partition_m_unique,
 )
-from republish.models.group_formation_mip import bucket_columns, solve_set_partition
+from republish.models.grouping.mip import bucket_columns, solve_set_partition
 
 
 def _bucket(rng: np.random.Generator, s: int, k: int, d: int, fake_rate: float
@@ -207,7 +207,7 @@ def test_price_and_fix_equals_the_full_mip(s: int, k: int, seed: int, fake_rate:
                                            ) -> None:
     """Forced on small buckets (any column count, a tiny restricted MIP), price-and-fix
     finds the optimum of the plain set-partitioning MIP and a bound below it."""
-    import republish.models.group_formation_mip as mip
+    import republish.models.grouping.mip as mip
 
     rng = np.random.default_rng(seed)
     points, values, fake = _bucket(rng, s, k, 2, fake_rate)
@@ -231,7 +231,7 @@ def test_price_and_fix_equals_the_full_mip(s: int, k: int, seed: int, fake_rate:
 def test_a_bucket_whose_model_the_time_left_cannot_afford_is_not_enumerated() -> None:
     """40^3 = 64,000 candidate groups need about 1.3 s to enumerate, build and solve; with
     0.5 s the hint is kept (enumeration cannot be interrupted, so it must not start)."""
-    from republish.models.group_formation_mip import MIP_SECONDS_PER_COLUMN
+    from republish.models.grouping.mip import MIP_SECONDS_PER_COLUMN
 
     rng = np.random.default_rng(21)
     points = rng.random((120, 2))

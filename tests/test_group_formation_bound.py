@@ -8,8 +8,8 @@ from helpers import brute_force_bucket
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from republish.models.group_formation_bound import pairing_lower_bound
-from republish.models.group_formation_mip import bucket_columns, solve_set_partition
+from republish.models.grouping.bound import pairing_lower_bound
+from republish.models.grouping.mip import bucket_columns, solve_set_partition
 
 
 def _bucket(seed: int, s: int, k: int, d: int, fake_rate: float
@@ -61,7 +61,7 @@ def test_a_heuristic_grouping_gets_the_pairing_bound() -> None:
     """Above the MIP and CP-SAT sizes the greedy split is returned with the pairing bound,
     so its gap is finite; the bound stays below the grouping's objective."""
     from republish.heuristics.perimeter_split import split_bucket_min_perimeter
-    from republish.models.group_formation import form_groups
+    from republish.models.grouping.formation import form_groups
 
     rng = np.random.default_rng(12)
     points = rng.random((3 * 200, 2))

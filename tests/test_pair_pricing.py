@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.graph.python import linear_sum_assignment
 
-from republish.models._pair_pricing import GridPricing, LeafPricing, Priced
-from republish.models.group_formation_pairs import match_pairs
+from republish.models.grouping.pairs import match_pairs
+from republish.models.grouping.pricing import GridPricing, LeafPricing, Priced
 
 
 def _codes(rng: np.random.Generator, n: int, d: int, levels: int) -> np.ndarray:

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from republish.bucket_types import BucketCounts
 from republish.errors import InputError, ParameterError
 from republish.models.bucket_assignment import bucket_assignment_problems
-from republish.models.group_formation import grouping_objective, grouping_problems
+from republish.models.grouping.formation import grouping_objective, grouping_problems
+from republish.problems.buckets import BucketCounts
 from republish.solver.steps import (
     bucket_step,
     greedy_counts,

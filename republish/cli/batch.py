@@ -17,18 +17,18 @@ from rich import box
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from republish.cli.app import app, console, error_console, fail, print_json
-from republish.errors import ParameterError, RepublishError
-from republish.solver.batch import load_manifest
-from republish.solver.batch_execute import BatchProgress, run_batch
-from republish.solver.batch_report import (
+from republish.batch.execute import BatchProgress, run_batch
+from republish.batch.manifest import load_manifest
+from republish.batch.report import (
     comparison_summary,
     method_summary,
     optimum_comparison,
     plot_optimum_comparison,
     plot_time_vs_size,
 )
-from republish.solver.batch_results import read_results
+from republish.batch.results import read_results
+from republish.cli.app import app, console, error_console, fail, print_json
+from republish.errors import ParameterError, RepublishError
 
 
 def _counts_text(progress: BatchProgress) -> str:

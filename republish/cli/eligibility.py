@@ -14,15 +14,15 @@ from typing import Annotated
 import typer
 
 from republish.cli.app import app, console, print_json
-from republish.eligibility_types import (
+from republish.errors import InputError, ParameterError
+from republish.heuristics.eligibility import random_counterfeits
+from republish.problems.eligibility import (
     EligibilitySolution,
     present_values,
     too_few_values_message,
     validate_counts,
     validate_m,
 )
-from republish.errors import InputError, ParameterError
-from republish.heuristics.eligibility import random_counterfeits
 from republish.schema import load_schema
 from republish.solver.eligibility import METHODS, sensitive_counts, solve_counts
 from republish.tables import load_table

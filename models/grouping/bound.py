@@ -11,7 +11,7 @@ of its three rows, which is exactly half the sum of their pairwise distances (on
 the tour ``a -> b -> c -> a`` runs over the span twice). Summed over groups, the pairs
 ``(a, b)``, ``(b, c)``, ``(c, a)`` each form a perfect matching of two values' rows, whose
 cost is at least the minimum-cost matching ``M_ab`` (signature-size-2 pairing, solved
-exactly by :func:`republish.models.group_formation_pairs.match_pairs`; a pair holding a
+exactly by :func:`republish.models.grouping.pairs.match_pairs`; a pair holding a
 counterfeit costs 0, and pairing counterfeits together never lowers the minimum). Hence
 
     perimeter = Σ_G |G|·Σ_j length_j  >=  (s / 2)·(M_ab + M_bc + M_ca).
@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from republish.models.group_formation_pairs import (
+from republish.models.grouping.pairs import (
     FIRST_ROUND_SECONDS_PER_ROW,
     SCALE,
     match_pairs,

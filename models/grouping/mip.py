@@ -17,7 +17,7 @@ for NCP); the model picks columns covering every row exactly once:
 Its linear relaxation is close to the optimum on the instances measured (Adult buckets:
 often equal), so SCIP's branch-and-bound proves optimality in seconds where CP-SAT --
 on this model or on the per-group minima/maxima model of
-:mod:`republish.models.group_formation_cpsat` -- stalls at buckets of 60 rows
+:mod:`republish.models.grouping.cpsat` -- stalls at buckets of 60 rows
 (``benchmarks/RESULTS.md``); CP-SAT stays the fallback for buckets with too many columns.
 With many columns the MIP is solved by *price-and-fix*: the relaxation over every column,
 a restricted MIP over the columns of smallest reduced cost for an incumbent, then

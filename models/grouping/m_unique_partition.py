@@ -3,7 +3,7 @@
 The m-invariance paper (Xiao & Tao, SIGMOD 2007) forms the first release's groups with
 Assign (§4.2) and splits them by §4.3; here the partition is optimized exactly by a
 set-partitioning MIP over the candidate groups of ``m .. 2m-1`` distinct values
-(:mod:`republish.models.group_formation_mip`) while they are few enough.
+(:mod:`republish.models.grouping.mip`) while they are few enough.
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from republish.bucket_types import plan_m_unique_groups
 from republish.errors import ParameterError
 from republish.generalization import Domain
-from republish.models.group_formation_mip import partition_columns
-from republish.models.grouping_common import (
+from republish.models.grouping.common import (
     GroupFormation,
     Objective,
     finish_grouping,
@@ -27,6 +25,8 @@ from republish.models.grouping_common import (
     prepare_points,
     solve_columns,
 )
+from republish.models.grouping.mip import partition_columns
+from republish.problems.buckets import plan_m_unique_groups
 
 __all__ = ["partition_m_unique"]
 
@@ -48,7 +48,7 @@ def partition_m_unique(
 
     Exact (set-partitioning MIP) while the candidate groups number at most ``size_limit``;
     above, the valid ``hint_groups`` (the solver passes Assign + split) or, without one,
-    the count plan of :func:`republish.bucket_types.plan_m_unique_groups` with rows in
+    the count plan of :func:`republish.problems.buckets.plan_m_unique_groups` with rows in
     code order (status ``HEURISTIC``).
 
     Raises

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from republish.errors import ParameterError
-from republish.heuristics._eps_division import Clusters, ClusterType
-from republish.heuristics._eps_plan import AssignmentPlan, compose_new_clusters
+from republish.heuristics.eps_inclusion.division import Clusters, ClusterType
+from republish.heuristics.eps_inclusion.plan import AssignmentPlan, compose_new_clusters
 
 __all__ = ["Placement", "locality_rank", "realize_plan"]
 

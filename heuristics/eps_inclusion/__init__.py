@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from republish.heuristics._eps_division import Clusters, ClusterType, cluster_types, divide
-from republish.heuristics._eps_plan import (
+from republish.heuristics.eps_inclusion.division import Clusters, ClusterType, cluster_types, divide
+from republish.heuristics.eps_inclusion.plan import (
     AssignmentPlan,
     compose_new_clusters,
     greedy_plan,
     max_new_clusters,
 )
-from republish.heuristics._eps_realization import Placement, locality_rank, realize_plan
+from republish.heuristics.eps_inclusion.realization import Placement, locality_rank, realize_plan
 
 __all__ = [
     "AssignmentPlan",

@@ -16,17 +16,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from republish.eps_plan import PlanCounts
 from republish.errors import ParameterError
-from republish.heuristics._eps_division import ClusterType
+from republish.heuristics.eps_inclusion.division import ClusterType
+from republish.problems.eps_plan import PlanCounts
 
 __all__ = ["AssignmentPlan", "compose_new_clusters", "greedy_plan", "max_new_clusters"]
 
 
 @dataclass(frozen=True)
 class AssignmentPlan(PlanCounts):
-    """Counts of the assignment phase (the fields of :class:`republish.eps_plan.PlanCounts`),
-    with the lexicographic cost that compares plans."""
+    """Counts of the assignment phase (the fields of
+    :class:`republish.problems.eps_plan.PlanCounts`), with the lexicographic cost that
+    compares plans."""
 
     def substitutions(self, types: Sequence[ClusterType]) -> int:
         return sum(

@@ -4,16 +4,16 @@ Every problem is a :class:`Problem`: the parameters it accepts (:class:`Param`, 
 when the manifest is read, before anything runs), the modules it needs (a problem whose
 code is not installed is rejected at validation: "problem X is not available in this
 version") and a runner ``run(instance, report) -> Outcome``. A runner solves one
-:class:`~republish.solver.batch.BatchInstance` within ``instance.time_limit`` seconds
+:class:`~republish.batch.manifest.BatchInstance` within ``instance.time_limit`` seconds
 and returns an :class:`Outcome`: the solver's :class:`~republish.solver.certificate.Certificate`
 plus the release measures of the results table. ``report(outcome)`` hands the batch an
 intermediate answer (for example the heuristic's, before the exact model starts), which
 is what gets recorded if the instance overruns its time limit and is killed.
 
-The runners of the individual problems live in :mod:`republish.solver.batch_problems`
-(eligibility, ldiv) and :mod:`republish.solver.batch_series` (release-series,
-group-formation, compare); this module holds the registry and the diagnostic
-``selftest`` problem.
+The runners of the individual problems live in :mod:`republish.batch.static_problems`
+(eligibility, ldiv) and :mod:`republish.batch.series_problems` (release-series,
+group-formation, compare); this module holds the types and the diagnostic ``selftest``
+problem, :mod:`republish.batch.registry` the catalogue of every problem by name.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from republish.solver.certificate import Certificate
 
 if TYPE_CHECKING:
-    from republish.solver.batch import BatchInstance
+    from republish.batch.manifest import BatchInstance
 
 ParamKind = Literal["int", "float", "str", "bool", "counts", "path", "str_list"]
 
@@ -219,27 +219,3 @@ SELFTEST = Problem(
     },
     run=run_selftest,
 )
-
-
-def _registry() -> dict[str, Problem]:
-    from republish.solver.batch_problems import PROBLEMS as STATIC
-    from republish.solver.batch_series import PROBLEMS as DYNAMIC
-
-    return {**STATIC, **DYNAMIC, SELFTEST.name: SELFTEST}
-
-
-@cache
-def problems() -> dict[str, Problem]:
-    """Every problem a manifest may name, by name (available or not in this version)."""
-    return _registry()
-
-
-def problem(name: str) -> Problem:
-    """The problem called ``name`` (``KeyError`` when unknown)."""
-    return problems()[name]
-
-
-def warm_up() -> None:
-    """Import the code of every available problem (worker start-up, not instance time)."""
-    for entry in problems().values():
-        entry.missing()

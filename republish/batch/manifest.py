@@ -41,8 +41,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from republish.batch.problem import RUN_OPTIONS, Param, Problem
+from republish.batch.registry import problems
 from republish.errors import ParameterError
-from republish.solver.batch_runners import RUN_OPTIONS, Param, Problem, problems
 
 #: Time limit of an instance when neither the manifest nor the command line gives one.
 DEFAULT_TIME_LIMIT = 60.0

@@ -3,7 +3,7 @@
 Each runner solves one instance like the matching CLI command would, with the
 instance's time limit, seed and CP-SAT worker count, reports the heuristic's answer
 before the exact model starts (kept if the instance is killed), verifies the answer
-independently, and returns an :class:`~republish.solver.batch_runners.Outcome`.
+independently, and returns an :class:`~republish.batch.problem.Outcome`.
 
 Tables come from a file (``data`` + ``schema``) or a named data set (``dataset =
 "adult"`` with ``sensitive``/``qis``, or ``"synthetic"``: the census-like generator),
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from republish.solver.batch_runners import Outcome, Param, Problem, Reporter
+from republish.batch.problem import Outcome, Param, Problem, Reporter
 from republish.solver.certificate import Certificate, Status
 
 if TYPE_CHECKING:
+    from republish.batch.manifest import BatchInstance
     from republish.schema import Schema
-    from republish.solver.batch import BatchInstance
 
 # --- tables ------------------------------------------------------------------------------
 

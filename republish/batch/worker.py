@@ -1,4 +1,4 @@
-"""The worker process of a batch (``python -m republish.solver.batch_worker``) and its driver.
+"""The worker process of a batch (``python -m republish.batch.worker``) and its driver.
 
 The process reads one JSON instance per line on stdin and answers with JSON lines on its
 original stdout: ``{"event": "start"}`` when it begins an instance, ``{"event":
@@ -33,8 +33,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import IO, Any
 
-from republish.solver.batch import BatchInstance
-from republish.solver.batch_runners import Outcome, problem, warm_up
+from republish.batch.manifest import BatchInstance
+from republish.batch.problem import Outcome
+from republish.batch.registry import problem, warm_up
 
 #: Seconds a fresh worker process may take to import the solvers and start an instance.
 STARTUP_TIMEOUT = 120.0
@@ -61,7 +62,7 @@ class Sidecar:
         self.messages = queue.Queue()
         self.stderr_tail = deque(maxlen=8)
         process = subprocess.Popen(
-            [sys.executable, "-m", "republish.solver.batch_worker"],
+            [sys.executable, "-m", "republish.batch.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, encoding="utf-8", bufsize=1,
             # Own session: Ctrl-C reaches the batch only, which then stops the workers

@@ -1,4 +1,4 @@
-"""Pricing for the signature-size-2 pairing (:mod:`republish.models.group_formation_pairs`).
+"""Pricing for the signature-size-2 pairing (:mod:`republish.models.grouping.pairs`).
 
 The pairing is a transportation problem between the distinct QI vectors (*types*) of the
 two values, with L1 costs ``c(t, s) = Σ_j |a_tj - b_sj|`` on integer codes. It is solved on

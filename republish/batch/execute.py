@@ -1,7 +1,7 @@
 """Running the instances of a batch: local worker processes, or a Dask cluster.
 
 Locally, ``workers`` threads each drive one worker process
-(:class:`~republish.solver.batch_worker.Sidecar`: it kills and replaces the process when an
+(:class:`~republish.batch.worker.Sidecar`: it kills and replaces the process when an
 instance overruns ``time_limit + kill margin``, recording ``TIMEOUT``, or when it crashes,
 recording ``ERROR``). On Dask each worker thread keeps its own worker process between
 tasks, so imports are paid once per thread, not per instance; plain ``subprocess``
@@ -12,7 +12,7 @@ workers are used because Dask workers are daemonic processes, which may not star
 task, and a killed pool process breaks the whole pool with every running task in it.
 
 :func:`run_batch` journals each finished row before it records the next (see
-:mod:`republish.solver.batch_results`), so an interrupted batch resumes where it stopped.
+:mod:`republish.batch.results`), so an interrupted batch resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ from typing import Any
 
 import pandas as pd
 
-from republish.errors import ParameterError
-from republish.solver.batch import BatchInstance, Manifest
-from republish.solver.batch_results import (
+from republish.batch.manifest import BatchInstance, Manifest
+from republish.batch.results import (
     Journal,
     consolidate,
     journal_path,
@@ -38,7 +37,8 @@ from republish.solver.batch_results import (
     previous_rows,
     table_format,
 )
-from republish.solver.batch_worker import Sidecar, describe, error_row
+from republish.batch.worker import Sidecar, describe, error_row
+from republish.errors import ParameterError
 
 #: Seconds between rewrites of the output file while a batch runs.
 REFRESH_OUTPUT_S = 30.0

@@ -1,6 +1,7 @@
 """What every group-formation model shares: the result type, input preparation, the
 objective and validity of a grouping, and the set-partitioning MIP's answer against a
-hint (:mod:`republish.models.group_formation`, :mod:`republish.models.m_unique_partition`).
+hint (:mod:`republish.models.grouping.formation`,
+:mod:`republish.models.grouping.m_unique_partition`).
 
 Costs. Rows are QI codes normalized to [0, 1] per QI (pass a :class:`Domain` to normalize
 raw codes); a group's length on QI ``j`` is ``max - min`` over its *real* rows. Counterfeits
@@ -21,7 +22,7 @@ import numpy as np
 from republish.certificate import Certificate, Status
 from republish.errors import InputError, ParameterError
 from republish.generalization import Domain
-from republish.models.group_formation_mip import Columns, solve_set_partition
+from republish.models.grouping.mip import Columns, solve_set_partition
 
 __all__ = [
     "GroupFormation",

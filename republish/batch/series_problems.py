@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from republish.solver.batch_problems import TABLE_PARAMS, check_table, load_input
-from republish.solver.batch_runners import Outcome, Param, Problem, Reporter
+from republish.batch.problem import Outcome, Param, Problem, Reporter
+from republish.batch.static_problems import TABLE_PARAMS, check_table, load_input
 from republish.solver.certificate import Certificate, Status, combine
 
 if TYPE_CHECKING:
+    from republish.batch.manifest import BatchInstance
     from republish.schema import Schema
-    from republish.solver.batch import BatchInstance
 
 SERIES_METHODS = ("heuristic", "auto", "exact")
 ELIGIBILITY_RULES = ("counterfeit", "delete", "hybrid")
@@ -211,7 +211,7 @@ def _check_grouping(values: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def run_group_formation(instance: BatchInstance, report: Reporter) -> Outcome:
     """Split one balanced bucket into groups of one row per value (§4.3, exact model)."""
-    from republish.models.group_formation import grouping_objective, grouping_problems
+    from republish.models.grouping.formation import grouping_objective, grouping_problems
     from republish.solver.steps import group_step
 
     params = instance.parameters
@@ -257,7 +257,7 @@ GROUP_FORMATION = Problem(
     },
     run=run_group_formation,
     requires=(("republish.solver.steps", "group_step"),
-              ("republish.models.group_formation", "grouping_problems")),
+              ("republish.models.grouping.formation", "grouping_problems")),
     check=_check_grouping,
 )
 # --- compare ---------------------------------------------------------------------------

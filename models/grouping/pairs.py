@@ -17,7 +17,7 @@ transportation problem between *types* (distinct QI vectors, supply = their numb
 A complete bipartite graph has ``|A|·|B|`` arcs (10^8 for a bucket of 20,000 distinct
 rows), so the network is solved on candidate arcs only (nearest neighbours both ways, a
 feasible pairing and the hint's pairs) with OR-Tools' min-cost flow, and then *priced*
-(:mod:`republish.models._pair_pricing`): Bellman-Ford on the residual graph gives node
+(:mod:`republish.models.grouping.pricing`): Bellman-Ford on the residual graph gives node
 potentials ``p`` with reduced costs ``c + p[tail] - p[head] >= 0`` on every residual arc,
 and the pricer finds the left-out arcs whose reduced cost is negative; they are added and
 the network solved again. When none is left, ``p`` certifies that the flow is optimal for
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.graph.python import min_cost_flow
 
-from republish.models._pair_pricing import LeafPricing, make_pricing
+from republish.models.grouping.pricing import LeafPricing, make_pricing
 
 __all__ = ["FIRST_ROUND_SECONDS_PER_ROW", "SCALE", "PairMatching", "match_pairs"]
 

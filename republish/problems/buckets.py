@@ -1,7 +1,7 @@
 """Buckets of previously published rows, and when counts can form m-unique groups.
 
 Shared by the greedy release pipeline (:mod:`republish.heuristics`) and the exact models
-(:mod:`republish.models.bucket_assignment`, :mod:`republish.models.group_formation`), so
+(:mod:`republish.models.bucket_assignment`, :mod:`republish.models.grouping.formation`), so
 it lives in the core.
 
 A *bucket* (m-invariance paper, §4.1) holds the rows of ``S∩`` whose last hosting group

@@ -21,9 +21,9 @@ from typing import Any
 
 import pandas as pd
 
+from republish.batch.manifest import BatchInstance
+from republish.batch.problem import plain
 from republish.errors import ParameterError
-from republish.solver.batch import BatchInstance
-from republish.solver.batch_runners import plain
 
 #: Columns of the results table, in order.
 COLUMNS = (

@@ -6,18 +6,18 @@ by the minimum perimeter-sum scheme; here the same partition is optimized exactl
 (design notes, "Optimization view"):
 
 * signature size 2: a minimum-cost perfect matching, solved exactly at any size
-  (:mod:`republish.models.group_formation_pairs`: min-cost flow on candidate arcs,
+  (:mod:`republish.models.grouping.pairs`: min-cost flow on candidate arcs,
   priced with a dual certificate);
 * signature size >= 3 (3-dimensional matching, NP-hard): a set-partitioning MIP over the
-  ``k^s`` candidate groups (:mod:`republish.models.group_formation_mip`, SCIP) while they
+  ``k^s`` candidate groups (:mod:`republish.models.grouping.mip`, SCIP) while they
   number at most ``size_limit``; else CP-SAT with per-group QI minima and maxima
-  (:mod:`republish.models.group_formation_cpsat`) hinted with the greedy split for
+  (:mod:`republish.models.grouping.cpsat`) hinted with the greedy split for
   buckets of at most ``cpsat_rows`` rows; beyond, the hint (or a round-robin grouping).
   Whatever is not proven optimal gets, time permitting, the bound of three exact
-  pairings (:mod:`republish.models.group_formation_bound`), so its gap says how far from
+  pairings (:mod:`republish.models.grouping.bound`), so its gap says how far from
   optimal it may be;
 * :func:`partition_m_unique` (first release, leftover new rows;
-  :mod:`republish.models.m_unique_partition`): the set-partitioning MIP while its
+  :mod:`republish.models.grouping.m_unique_partition`): the set-partitioning MIP while its
   candidate groups number at most ``size_limit``, else the hint (the solver passes
   Assign + split).
 
@@ -40,15 +40,8 @@ import pandas as pd
 
 from republish.errors import InputError
 from republish.generalization import Domain
-from republish.models.group_formation_bound import pairing_lower_bound
-from republish.models.group_formation_cpsat import CP_SCALE, solve_bucket_grouping
-from republish.models.group_formation_mip import MIP_SECONDS_PER_COLUMN, bucket_columns
-from republish.models.group_formation_pairs import (
-    FIRST_ROUND_SECONDS_PER_ROW,
-    SCALE,
-    match_pairs,
-)
-from republish.models.grouping_common import (
+from republish.models.grouping.bound import pairing_lower_bound
+from republish.models.grouping.common import (
     GroupFormation,
     Objective,
     better_grouping,
@@ -58,7 +51,14 @@ from republish.models.grouping_common import (
     prepare_points,
     solve_columns,
 )
-from republish.models.m_unique_partition import partition_m_unique
+from republish.models.grouping.cpsat import CP_SCALE, solve_bucket_grouping
+from republish.models.grouping.m_unique_partition import partition_m_unique
+from republish.models.grouping.mip import MIP_SECONDS_PER_COLUMN, bucket_columns
+from republish.models.grouping.pairs import (
+    FIRST_ROUND_SECONDS_PER_ROW,
+    SCALE,
+    match_pairs,
+)
 
 __all__ = [
     "GroupFormation",
@@ -212,7 +212,7 @@ def _with_pairing_bound(
     objective: Objective, time_left: float,
 ) -> GroupFormation:
     """Raise the bound of an unproven grouping to the pairing bound
-    (:mod:`republish.models.group_formation_bound`) when time is left to compute it."""
+    (:mod:`republish.models.grouping.bound`) when time is left to compute it."""
     if found.status == "OPTIMAL" or time_left <= 0:
         return found
     bound = pairing_lower_bound(points, value_index, fake, objective, time_left)

@@ -15,7 +15,7 @@ Objective (codes rounded to ``1 / CP_SCALE``): perimeter ``Σ_g s·Σ_j (high - 
 NCP, which weighs each group by its real rows.
 
 This model needs no enumeration, so it serves buckets whose ``k^s`` candidate groups are
-too many for the set-partitioning MIP (:mod:`republish.models.group_formation_mip`); its
+too many for the set-partitioning MIP (:mod:`republish.models.grouping.mip`); its
 linear relaxation is weak, so it mostly improves the greedy split it is hinted with.
 """
 

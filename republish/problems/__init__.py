@@ -1,0 +1,1 @@
+"""Problem and result types shared by heuristics and models (plain data)."""
