@@ -100,7 +100,7 @@ def run_series(
                 if method == "eps-inclusion":
                     step = publish_eps_inclusive(table, schema, epsilon, 1, previous=state,
                                                  rng=rng, validated=True, time_limit=10.0)
-                    fake = step.substitutions
+                    fake = step.extra["substitutions"]
                 else:
                     step = publish_m_invariant(  # type: ignore[assignment]
                         table, schema, epsilon, previous=state, rng=rng, validated=True)
@@ -192,7 +192,7 @@ def attack(dataset: str, table: pd.DataFrame, initial: int, r: int, releases: in
                                              rng=rng, validated=True, allow_extras=extras,
                                              keep_substitutes=not extras)
                 state = step.state
-                extra_rows += step.extras
+                extra_rows += step.extra["extras"]
                 published.append(step.release)
             knowledge = knowledge_from_releases(published)
             audit = intersection_attack(published, knowledge)

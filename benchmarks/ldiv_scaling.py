@@ -70,7 +70,7 @@ def measure(n: int, repeats: int, time_limit: float) -> dict[str, object]:
         "mondrian_time_s": mondrian_time,
         "exact_time_s": exact_time, "exact_solve_s": solution.wall_time_s,
         "exact_status": solution.status, "exact_suppressed": solution.objective,
-        "exact_bound": solution.best_bound, "exact_variables": solution.variables,
+        "exact_bound": solution.bound, "exact_variables": solution.variables,
     }
 
 

@@ -70,7 +70,7 @@ def run_m_distinct(series: Sequence[pd.DataFrame], schema: Schema, m: int,
     releases, records = [], []
     for number, table in enumerate(series, start=1):
         result = publish_m_distinct(table, schema, m, model, state, rng=rng, strict=strict,
-                                    time_limit=time_limit, num_workers=1)
+                                    time_limit=time_limit, workers=1)
         state = result.state
         releases.append(result.release)
         records.append(_record(

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from republish.errors import InputError, ParameterError
+from republish.parameters import validate_m
 
 __all__ = ["AssignResult", "assign_new_rows", "largest_alpha"]
 
@@ -83,8 +84,7 @@ def assign_new_rows(counts: Mapping[str, int], m: int) -> AssignResult:
     ParameterError
         if ``m < 2`` or the counts are not m-eligible (name the value to fix).
     """
-    if isinstance(m, bool) or not isinstance(m, int) or m < 2:
-        raise ParameterError(f"m must be an integer of at least 2, got {m!r}.")
+    m = validate_m(m)
     remaining = {str(v): int(c) for v, c in counts.items() if int(c) != 0}
     if any(c < 0 for c in remaining.values()):
         raise InputError("counts must be non-negative.")

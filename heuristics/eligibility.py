@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from republish.errors import ParameterError
+from republish.parameters import validate_m
 from republish.problems.eligibility import (
     EligibilitySolution,
     available_counterfeit_values,
@@ -43,7 +44,6 @@ from republish.problems.eligibility import (
     too_few_values_message,
     validate_costs,
     validate_counts,
-    validate_m,
 )
 
 __all__ = ["greedy_hybrid", "maximal_subset", "minimal_superset", "random_counterfeits"]

@@ -37,12 +37,12 @@ import math
 import time
 from collections.abc import Collection, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
+import numpy as np
 from ortools.linear_solver.python import model_builder
 from ortools.sat.python import cp_model
 
-from republish.certificate import Certificate, Status
 from republish.errors import ParameterError
 from republish.models.bucket_assignment_result import (
     STEP,
@@ -53,6 +53,7 @@ from republish.models.bucket_assignment_result import (
     objective_value,
     validate,
 )
+from republish.models.solve import certificate, check_solver_options, solve_cp_sat, solve_mip
 from republish.problems.buckets import BucketCounts
 
 __all__ = [
@@ -63,17 +64,6 @@ __all__ = [
 ]
 
 Engine = Literal["mip", "cp-sat"]
-_STATUS = {
-    cp_model.OPTIMAL: "OPTIMAL",
-    cp_model.FEASIBLE: "FEASIBLE",
-    cp_model.INFEASIBLE: "INFEASIBLE",
-    cp_model.UNKNOWN: "TIMEOUT",
-}
-_MIP_STATUS = {
-    model_builder.SolveStatus.OPTIMAL: "OPTIMAL",
-    model_builder.SolveStatus.FEASIBLE: "FEASIBLE",
-    model_builder.SolveStatus.INFEASIBLE: "INFEASIBLE",
-}
 
 
 def solve_bucket_assignment(
@@ -122,12 +112,7 @@ def solve_bucket_assignment(
     """
     start = time.perf_counter()
     counts = validate(buckets, new_counts, m, deferral_weight)
-    if not (isinstance(time_limit, int | float) and time_limit > 0):
-        raise ParameterError(
-            f"time_limit must be a positive number of seconds, got {time_limit!r}."
-        )
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-        raise ParameterError(f"num_workers must be a positive integer, got {num_workers!r}.")
+    check_solver_options(time_limit, num_workers)
     extra = {str(v) for v in new_values} if allow_new_values else set()
     values = sorted(set(counts) | {v for b in buckets for v in b.signature} | extra)
     n = {v: counts.get(v, 0) for v in values}
@@ -184,76 +169,68 @@ def solve_bucket_assignment(
     model.minimize(
         weight.denominator * counterfeit_sum + weight.numerator * sum(deferred.values())
     )
+    hints: list[tuple[Any, int]] = []
     if hint is not None and hint.feasible and len(hint.targets) == len(buckets):
         for b, bucket in enumerate(buckets):
-            model.add_hint(k[b], hint.targets[b])
+            hints.append((k[b], hint.targets[b]))
             for v in bucket.signature:
-                model.add_hint(x[b][v], hint.from_new[b].get(v, 0))
-                model.add_hint(f[b][v], hint.counterfeits[b].get(v, 0))
+                hints.append((x[b][v], hint.from_new[b].get(v, 0)))
+                hints.append((f[b][v], hint.counterfeits[b].get(v, 0)))
         for v in values:
-            model.add_hint(leftover[v], hint.leftover.get(v, 0))
-            model.add_hint(deferred[v], hint.deferrals.get(v, 0))
-            model.add_hint(eligible[v], hint.eligibility_counterfeits.get(v, 0))
+            hints.append((leftover[v], hint.leftover.get(v, 0)))
+            hints.append((deferred[v], hint.deferrals.get(v, 0)))
+            hints.append((eligible[v], hint.eligibility_counterfeits.get(v, 0)))
     built = time.perf_counter()
 
-    solver: Any
+    scale = weight.denominator
     relaxed_bound = 0.0
     if engine == "cp-sat":
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = num_workers
-        solver.parameters.max_time_in_seconds = float(time_limit)
-        solver.parameters.random_seed = random_seed
-        status = _STATUS.get(solver.solve(model), "ERROR")
+        solved = solve_cp_sat(model, time_limit=time_limit, workers=num_workers,
+                              seed=random_seed, hint=hints)
     else:
         # The linear relaxation is nearly integral: its value (rounded up, the objective
-        # being integral in units of 1/denominator) often proves the hint or GLOP's
-        # vertex optimal; SCIP branches otherwise.
-        solver = model_builder.Solver("glop")
-        solver.set_time_limit_in_seconds(float(time_limit))
-        status = _MIP_STATUS.get(solver.solve(model), "TIMEOUT")
-        if status == "OPTIMAL":
-            relaxed = math.ceil(solver.objective_value - 1e-6)
-            relaxed_bound = relaxed / weight.denominator
-            if hint is not None and hint.feasible and round(
-                    hint.objective * weight.denominator) <= relaxed:
+        # being integral in units of 1/scale) often proves the hint or GLOP's vertex
+        # optimal; SCIP branches otherwise.
+        solved = solve_mip(model, time_limit=time_limit, solver="glop", hint=hints)
+        if solved.status == "OPTIMAL" and solved.objective is not None:
+            relaxed = math.ceil(solved.objective - 1e-6)
+            relaxed_bound = relaxed / scale
+            if hint is not None and hint.feasible and round(hint.objective * scale) <= relaxed:
                 elapsed = time.perf_counter() - start
-                return dataclasses.replace(hint, status="OPTIMAL", bound=hint.objective,
-                                           solve_time_s=elapsed, certificate=Certificate(
-                    step=STEP, status="OPTIMAL", objective=hint.objective,
-                    bound=hint.objective, heuristic_objective=hint.objective,
-                    times={"build": built - start, "relaxation": elapsed - (built - start)},
-                    detail="the hint meets the linear relaxation's bound"))
-            integral = all(
-                abs(solver.value(var) - round(solver.value(var))) < 1e-6
-                for var in [*k, *(v for xb in x for v in xb.values()),
-                            *(v for fb in f for v in fb.values()), *leftover.values(),
-                            *deferred.values(), *eligible.values()]
-            )
-            if not integral:
-                solver = model_builder.Solver("scip")
-                solver.set_time_limit_in_seconds(
-                    max(float(time_limit) - (time.perf_counter() - start), 0.01))
-                status = _MIP_STATUS.get(solver.solve(model), "TIMEOUT")
-    solved = time.perf_counter()
-    times = {"build": built - start, "solve": solved - built}
-    if status in ("INFEASIBLE", "TIMEOUT", "ERROR"):
-        bound = None if status != "TIMEOUT" or engine != "cp-sat" else _bound(solver, weight)
-        result = no_solution(m, status, bound, solved - start)
-        return result
-    def value(var: Any) -> int:
-        return round(solver.value(var))
-
-    targets = tuple(int(value(kb)) for kb in k)
-    from_new = tuple({v: int(value(xb[v])) for v in xb if value(xb[v])} for xb in x)
-    counterfeits = tuple({v: int(value(fb[v])) for v in fb if value(fb[v])} for fb in f)
-    left = {v: int(value(leftover[v])) for v in values if value(leftover[v])}
-    e = {v: int(value(eligible[v])) for v in values if value(eligible[v])}
-    d = {v: int(value(deferred[v])) for v in values if value(deferred[v])}
+                return dataclasses.replace(
+                    hint, status="OPTIMAL", bound=hint.objective, wall_time_s=elapsed,
+                    certificate=certificate(
+                        STEP, "OPTIMAL", hint.objective, hint.objective,
+                        heuristic_objective=hint.objective,
+                        times={"build": built - start, "relaxation": elapsed - (built - start)},
+                        detail="the hint meets the linear relaxation's bound"))
+            everything = [*k, *(v for xb in x for v in xb.values()),
+                          *(v for fb in f for v in fb.values()), *leftover.values(),
+                          *deferred.values(), *eligible.values()]
+            relaxation = solved.values(everything)
+            if not np.all(np.abs(relaxation - np.round(relaxation)) < 1e-6):
+                solved = solve_mip(
+                    model, solver="scip",
+                    time_limit=max(float(time_limit) - (time.perf_counter() - start), 0.01))
+    finished = time.perf_counter()
+    times = {"build": built - start, "solve": finished - built}
+    if not solved.found:
+        bound = _bound(solved.bound, scale) if solved.status == "TIMEOUT" and \
+            engine == "cp-sat" else None
+        return no_solution(m, solved.status, bound, finished - start)
+    value = solved.int_value
+    targets = tuple(value(kb) for kb in k)
+    from_new = tuple({v: value(xb[v]) for v in xb if value(xb[v])} for xb in x)
+    counterfeits = tuple({v: value(fb[v]) for v in fb if value(fb[v])} for fb in f)
+    left = {v: value(leftover[v]) for v in values if value(leftover[v])}
+    e = {v: value(eligible[v]) for v in values if value(eligible[v])}
+    d = {v: value(deferred[v]) for v in values if value(deferred[v])}
     objective = objective_value(
         sum(sum(c.values()) for c in counterfeits), sum(e.values()), sum(d.values()),
         deferral_weight,
     )
-    bound = objective if status == "OPTIMAL" else max(_bound(solver, weight), relaxed_bound)
+    bound = objective if solved.status == "OPTIMAL" else max(_bound(solved.bound, scale),
+                                                              relaxed_bound)
     heuristic_objective = hint.objective if hint is not None and hint.feasible else None
     return BucketAssignment(
         m=m,
@@ -264,18 +241,18 @@ def solve_bucket_assignment(
         eligibility_counterfeits=e,
         deferrals=d,
         objective=objective,
-        status=status,
+        status=solved.status,
         bound=bound,
-        solve_time_s=solved - start,
-        certificate=Certificate(
-            step=STEP, status=cast(Status, status), objective=objective, bound=bound,
-            heuristic_objective=heuristic_objective, times=times,
+        wall_time_s=finished - start,
+        certificate=certificate(
+            STEP, solved.status, objective, bound, heuristic_objective=heuristic_objective,
+            times=times,
             detail=f"{len(buckets)} buckets, {total_new} new rows, {len(values)} values",
         ),
     )
 
 
-def _bound(solver: Any, weight: Fraction) -> float:
-    """The solver's proven bound; never below 0, a bound of every objective here."""
-    bound = float(solver.best_objective_bound) / weight.denominator
-    return bound if math.isfinite(bound) and bound > 0 else 0.0
+def _bound(raw: float | None, scale: int) -> float:
+    """The solver's proven bound in objective units; never below 0, a bound of every
+    objective here."""
+    return max(raw / scale, 0.0) if raw is not None else 0.0

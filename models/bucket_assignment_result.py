@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
 
-from republish.certificate import Certificate, Status
+from republish.certificate import Certificate
 from republish.errors import InputError, ParameterError
+from republish.models.solve import certificate
+from republish.parameters import validate_m
 from republish.problems.buckets import BucketCounts, m_unique_feasible
 
 __all__ = [
@@ -47,6 +48,10 @@ class BucketAssignment:
         ``INFEASIBLE`` or ``TIMEOUT`` (no solution found in time).
     bound:
         Proven lower bound of the objective (``None`` when nothing is proven).
+    wall_time_s:
+        Wall time of the model (building included), or of the heuristic that gave the counts.
+    certificate:
+        Status, objective, bound and times as stored with the release.
     """
 
     m: int
@@ -59,7 +64,7 @@ class BucketAssignment:
     objective: float
     status: str
     bound: float | None
-    solve_time_s: float
+    wall_time_s: float
     certificate: Certificate
 
     @property
@@ -87,14 +92,14 @@ class BucketAssignment:
             if c > self.deferrals.get(v, 0)
         }
 
+
 def validate(
     buckets: Sequence[BucketCounts],
     new_counts: Mapping[str, int],
     m: int,
     deferral_weight: float,
 ) -> dict[str, int]:
-    if isinstance(m, bool) or not isinstance(m, int) or m < 2:
-        raise ParameterError(f"m must be an integer of at least 2, got {m!r}.")
+    m = validate_m(m)
     if not (isinstance(deferral_weight, int | float) and math.isfinite(deferral_weight)
             and deferral_weight >= 0):
         raise ParameterError(
@@ -182,7 +187,7 @@ def bucket_assignment_from_counts(
     eligibility_counterfeits: Mapping[str, int],
     deferrals: Mapping[str, int],
     deferral_weight: float = 1.0,
-    solve_time_s: float = 0.0,
+    wall_time_s: float = 0.0,
 ) -> BucketAssignment:
     """A :class:`BucketAssignment` (status ``HEURISTIC``) from a heuristic's counts.
 
@@ -217,11 +222,9 @@ def bucket_assignment_from_counts(
         objective=objective,
         status="HEURISTIC",
         bound=None,
-        solve_time_s=solve_time_s,
-        certificate=Certificate(
-            step=STEP, status="HEURISTIC", objective=objective, heuristic_objective=objective,
-            times={"heuristic": solve_time_s},
-        ),
+        wall_time_s=wall_time_s,
+        certificate=certificate(STEP, "HEURISTIC", objective, heuristic_objective=objective,
+                                times={"heuristic": wall_time_s}),
     )
 
 
@@ -229,8 +232,6 @@ def no_solution(m: int, status: str, bound: float | None, elapsed: float) -> Buc
     return BucketAssignment(
         m=m, targets=(), from_new=(), counterfeits=(), leftover={},
         eligibility_counterfeits={}, deferrals={}, objective=math.inf, status=status,
-        bound=bound, solve_time_s=elapsed,
-        certificate=Certificate(step=STEP, status=cast(Status, status), objective=math.inf,
-                                bound=bound,
-                                times={"model": elapsed}),
+        bound=bound, wall_time_s=elapsed,
+        certificate=certificate(STEP, status, None, bound, times={"model": elapsed}),
     )

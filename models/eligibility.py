@@ -36,12 +36,13 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from ortools.sat.python import cp_model
 
 from republish.errors import InputError, ParameterError
-from republish.models._cp_sat import cp_sat_solver
+from republish.models.solve import check_solver_options, solve_cp_sat
+from republish.parameters import validate_m
 from republish.problems.eligibility import (
     EligibilitySolution,
     available_counterfeit_values,
@@ -50,20 +51,12 @@ from republish.problems.eligibility import (
     too_few_values_message,
     validate_costs,
     validate_counts,
-    validate_m,
 )
 
 Mode = Literal["counterfeit", "delete", "hybrid"]
 MODES: tuple[str, ...] = ("counterfeit", "delete", "hybrid")
 
 __all__ = ["MODES", "Mode", "solve_eligibility"]
-
-_STATUS_NAMES = {
-    cp_model.OPTIMAL: "OPTIMAL",
-    cp_model.FEASIBLE: "FEASIBLE",
-    cp_model.INFEASIBLE: "INFEASIBLE",
-    cp_model.UNKNOWN: "UNKNOWN",
-}
 
 
 def _integer_weights(counterfeit_cost: float, deletion_cost: float) -> tuple[int, int, int]:
@@ -125,12 +118,7 @@ def solve_eligibility(
         raise ParameterError(f"mode must be one of {list(MODES)}, got {mode!r}.")
     counterfeit_cost, deletion_cost = validate_costs(counterfeit_cost, deletion_cost)
     caps = _validate_caps(deletion_caps, original)
-    if not (isinstance(time_limit, int | float) and time_limit > 0):
-        raise ParameterError(
-            f"time_limit must be a positive number of seconds, got {time_limit!r}."
-        )
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-        raise ParameterError(f"num_workers must be a positive integer, got {num_workers!r}.")
+    check_solver_options(time_limit, num_workers)
 
     n = sum(original.values())
     if n == 0:
@@ -181,30 +169,27 @@ def solve_eligibility(
         model.add(m * x[v] <= total)
     model.minimize(weight_a * sum(a.values()) + weight_d * sum(d.values()))
 
+    hints: list[tuple[Any, int]] = []
     if hint is not None and all(v in x for v in hint.target_counts):
         targets = {v: min(largest, int(hint.target_counts.get(v, 0))) for v in values}
         for v in values:
-            model.add_hint(x[v], targets[v])
-            model.add_hint(a[v], max(0, targets[v] - c[v]))
-            model.add_hint(d[v], max(0, c[v] - targets[v]))
-        model.add_hint(total, sum(targets.values()))
+            hints += [(x[v], targets[v]), (a[v], max(0, targets[v] - c[v])),
+                      (d[v], max(0, c[v] - targets[v]))]
+        hints.append((total, sum(targets.values())))
 
-    solver = cp_sat_solver(time_limit=time_limit, num_workers=num_workers,
-                           random_seed=random_seed)
-    status_code = solver.solve(model)
-    status = _STATUS_NAMES.get(status_code)
-    if status is None:
-        raise RuntimeError(
-            f"CP-SAT rejected the eligibility model: {solver.status_name(status_code)}"
-        )
-    if status in ("INFEASIBLE", "UNKNOWN"):
-        return _no_solution(mode, m, original, status, time.perf_counter() - start)
-    targets = {v: int(solver.value(x[v])) for v in values}
+    solved = solve_cp_sat(model, time_limit=time_limit, workers=num_workers,
+                          seed=random_seed, hint=hints)
+    if solved.status == "ERROR":
+        raise RuntimeError("CP-SAT rejected the eligibility model (MODEL_INVALID).")
+    if not solved.found:
+        return _no_solution(mode, m, original, solved.status, time.perf_counter() - start)
+    targets = {v: solved.int_value(x[v]) for v in values}
     targets = {v: t for v, t in targets.items() if v in original or t > 0}
+    bound = None if solved.bound is None else solved.bound / scale
     return solution_from_targets(
-        mode, m, original, targets, status=status,
+        mode, m, original, targets, status=solved.status,
         solve_time_s=time.perf_counter() - start, counterfeit_cost=counterfeit_cost,
-        deletion_cost=deletion_cost, bound=float(solver.best_objective_bound) / scale,
+        deletion_cost=deletion_cost, bound=bound,
     )
 
 

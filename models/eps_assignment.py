@@ -30,6 +30,7 @@ must honour), then the number of new clusters ``N`` is maximized (smaller groups
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,8 +39,8 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from republish.certificate import Certificate
-from republish.cp_sat_status import CP_SAT_STATUS
 from republish.errors import ParameterError
+from republish.models.solve import Solved, certificate, check_solver_options, solve_cp_sat
 from republish.problems.eps_plan import PlanCounts
 
 __all__ = ["EpsAssignment", "TypeCounts", "solve_eps_assignment"]
@@ -74,16 +75,22 @@ class EpsAssignment(PlanCounts):
     certificate: Certificate
     stages: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def bound(self) -> float | None:
+        """Proven lower bound of deferred rows + substitutions (the certificate's objective)."""
+        return self.certificate.bound
+
+    @property
+    def wall_time_s(self) -> float:
+        return self.certificate.wall_time_s
+
 
 def _check(types: Sequence[TypeCounts], supply: Sequence[int], category: Sequence[int],
            lam: int, tau: int, time_limit: float, num_workers: int) -> None:
-    for name, value in (("lambda", lam), ("tau", tau), ("num_workers", num_workers)):
+    for name, value in (("lambda", lam), ("tau", tau)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ParameterError(f"{name} must be a positive integer, got {value!r}.")
-    if not (isinstance(time_limit, int | float) and time_limit > 0):
-        raise ParameterError(
-            f"time_limit must be a positive number of seconds, got {time_limit!r}."
-        )
+    check_solver_options(time_limit, num_workers)
     if len(category) != len(supply) or any(int(s) < 0 for s in supply):
         raise ParameterError("supply and category need one non-negative entry per value.")
     for t in types:
@@ -173,24 +180,15 @@ def solve_eps_assignment(
         "new clusters": -clusters,
     }
 
-    def set_hint(get: Any) -> None:
-        model.clear_hints()
-        for var in _variables(keep, fill, sub, extra, y, z, mu, deferred, clusters):
-            model.add_hint(var, get(var))
-
+    variables = _variables(keep, fill, sub, extra, y, z, mu, deferred, clusters)
     solution: Any = None
     proven: dict[str, int] = {}
     if hint is not None:
         get = _hint_values(hint, types, category, tau, keep, fill, sub, extra, y, z, mu,
                            deferred, clusters)
-        set_hint(get)
-        solution = {var.index: get(var) for var in
-                    _variables(keep, fill, sub, extra, y, z, mu, deferred, clusters)}
+        solution = {var.index: get(var) for var in variables}
         proven = _proven_by_bounds(hint, types, n, lam * tau)
     built = time.perf_counter()
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = num_workers
-    solver.parameters.random_seed = random_seed
     stages: dict[str, str] = {}
     bounds: dict[str, float] = {}
     for position, (name, expression) in enumerate(objectives.items()):
@@ -201,21 +199,20 @@ def solve_eps_assignment(
             model.add(expression <= proven[name])
             continue
         left = time_limit - (time.perf_counter() - built)
-        solver.parameters.max_time_in_seconds = max(left / (len(objectives) - position), 0.05)
         model.minimize(expression)
-        status = CP_SAT_STATUS.get(solver.solve(model), "ERROR")
-        stages[name] = status
+        stage: Solved = solve_cp_sat(
+            model, time_limit=max(left / (len(objectives) - position), 0.05),
+            workers=num_workers, seed=random_seed,
+            hint=None if solution is None else [(var, solution[var.index]) for var in variables])
+        stages[name] = stage.status
         stages["solved"] = "yes"
-        if status not in ("OPTIMAL", "FEASIBLE"):
+        if not stage.found or stage.objective is None:
             if solution is None:
                 return None
             break
-        bounds[name] = float(solver.best_objective_bound)
-        model.add(expression <= int(round(solver.objective_value)))
-        values_now = {var.index: int(solver.value(var)) for var in
-                      _variables(keep, fill, sub, extra, y, z, mu, deferred, clusters)}
-        solution = values_now
-        set_hint(lambda var, values_now=values_now: values_now[var.index])
+        bounds[name] = stage.bound if stage.bound is not None else -math.inf
+        model.add(expression <= int(round(stage.objective)))
+        solution = {var.index: stage.int_value(var) for var in variables}
     stages.pop("solved", None)
     solved = time.perf_counter()
 
@@ -240,20 +237,20 @@ def solve_eps_assignment(
     # deferred-rows bound is still a valid lower bound of deferred rows + substitutions.
     bound = float(cost) if optimal else (
         max(float(bounds["deferred"]), 0.0) if "deferred" in bounds else None)
-    certificate = Certificate(
-        step=STEP, status=status, objective=float(cost), bound=bound,  # type: ignore[arg-type]
-        times={"build": built - start, "solve": solved - built},
-        detail=(f"{len(types)} cluster types, {total} new rows; stages "
-                + ", ".join(f"{k} {v}" for k, v in stages.items())
-                + f"; extras {objective[2]}, new clusters {objective[3]}"),
-    )
     return EpsAssignment(
         kept=kept, fills=result_fills, substitutes=result_subs,
         extras={v: value(x) for v, x in extra.items() if value(x)},
         new_rows={v: value(x) for v, x in y.items() if value(x)},
         new_clusters=value(clusters),
         deferred={v: value(x) for v, x in deferred.items() if value(x)},
-        objective=objective, status=status, certificate=certificate, stages=stages,
+        objective=objective, status=status, stages=stages,
+        certificate=certificate(
+            STEP, status, float(cost), bound,
+            times={"build": built - start, "solve": solved - built},
+            detail=(f"{len(types)} cluster types, {total} new rows; stages "
+                    + ", ".join(f"{k} {v}" for k, v in stages.items())
+                    + f"; extras {objective[2]}, new clusters {objective[3]}"),
+        ),
     )
 
 

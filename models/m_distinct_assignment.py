@@ -31,19 +31,15 @@ import numpy as np
 from ortools.graph.python import min_cost_flow
 from ortools.sat.python import cp_model
 
-from republish.errors import ParameterError
+from republish.certificate import Certificate
+from republish.models.solve import certificate, check_solver_options, solve_cp_sat
+from republish.parameters import validate_m
 
-__all__ = ["FRESH", "AssignmentCounts", "RecordClass", "distribute_records",
+__all__ = ["FRESH", "STEP", "AssignmentCounts", "RecordClass", "distribute_records",
            "solve_assignment_counts"]
 
 FRESH = -1
-_STATUS = {
-    cp_model.OPTIMAL: "OPTIMAL",
-    cp_model.FEASIBLE: "FEASIBLE",
-    cp_model.INFEASIBLE: "INFEASIBLE",
-    cp_model.MODEL_INVALID: "ERROR",
-    cp_model.UNKNOWN: "TIMEOUT",
-}
+STEP = "m-distinct-assignment"
 
 
 @dataclass(frozen=True)
@@ -60,7 +56,11 @@ class RecordClass:
 @dataclass(frozen=True)
 class AssignmentCounts:
     """The model's answer: ``counts[(c, o)]`` records of class ``c`` to option ``o``,
-    ``delta[b]``, counterfeits in buckets and on the first-release path."""
+    ``delta[b]``, counterfeits in buckets and on the first-release path.
+
+    ``status`` is a solve status, or ``SKIPPED`` when the model was too large to build
+    (its certificate then says ``HEURISTIC``: the caller's heuristic answers).
+    """
 
     status: str
     counts: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -80,6 +80,17 @@ class AssignmentCounts:
     def found(self) -> bool:
         return self.status in ("OPTIMAL", "FEASIBLE")
 
+    @property
+    def certificate(self) -> Certificate:
+        """Counterfeits (the primary objective), the proven bound and the wall time."""
+        skipped = self.status == "SKIPPED"
+        return certificate(
+            STEP, "HEURISTIC" if skipped else self.status,
+            self.objective if self.found else None, self.bound,
+            times={"model": self.wall_time_s},
+            detail=f"{self.variables} variables" + (" (model skipped)" if skipped else ""),
+        )
+
 
 def solve_assignment_counts(
     classes: Sequence[RecordClass],
@@ -98,10 +109,8 @@ def solve_assignment_counts(
     Returns status ``SKIPPED`` without solving when the model would exceed
     ``max_variables`` integer variables.
     """
-    if m < 2:
-        raise ParameterError(f"m must be at least 2, got {m}.")
-    if time_limit <= 0:
-        raise ParameterError(f"time_limit={time_limit}: give a positive number of seconds.")
+    m = validate_m(m)
+    check_solver_options(time_limit, num_workers)
     start = time.perf_counter()
     used = sorted({o for c in classes for o in c.options if o != FRESH})
     variables = sum(len(c.options) for c in classes) + sum(
@@ -148,41 +157,33 @@ def solve_assignment_counts(
         model.add(fresh_fakes == 0)
     total_fakes = sum(bucket_fakes) + fresh_fakes
     model.minimize(total_fakes)
-    if hint:
-        for key, var in n.items():
-            model.add_hint(var, int(hint.get(key, 0)))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = num_workers
-    solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.random_seed = random_seed
-    status = solver.solve(model)
-    name = _STATUS.get(status, "ERROR")
-    if name not in ("OPTIMAL", "FEASIBLE"):
-        return AssignmentCounts(status=name, wall_time_s=time.perf_counter() - start,
+    first = solve_cp_sat(
+        model, time_limit=time_limit, workers=num_workers, seed=random_seed,
+        hint=[(var, int(hint.get(key, 0))) for key, var in n.items()] if hint else None)
+    if not first.found or first.objective is None:
+        return AssignmentCounts(status=first.status, wall_time_s=time.perf_counter() - start,
                                 variables=variables)
-    bound = max(0.0, float(solver.best_objective_bound))
-    best = int(round(solver.objective_value))
-    values_of = {key: int(solver.value(var)) for key, var in n.items()}
-    deltas = {b: int(solver.value(var)) for b, var in delta.items()}
+    bound = max(0.0, first.bound if first.bound is not None else 0.0)
+    best = int(round(first.objective))
+    values_of = {key: first.int_value(var) for key, var in n.items()}
+    deltas = {b: first.int_value(var) for b, var in delta.items()}
     secondary = None
     if costs:
         # Lexicographic second criterion: keep the counterfeits, spread records less.
         model.add(total_fakes <= best)
         model.minimize(sum(int(costs.get(key, 0)) * var for key, var in n.items()))
-        model.clear_hints()
-        for key, var in n.items():
-            model.add_hint(var, values_of[key])
-        solver.parameters.max_time_in_seconds = max(time_limit / 2, 0.1)
-        again = solver.solve(model)
-        if again in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            values_of = {key: int(solver.value(var)) for key, var in n.items()}
-            deltas = {b: int(solver.value(var)) for b, var in delta.items()}
-            secondary = float(solver.objective_value)
+        again = solve_cp_sat(model, time_limit=max(time_limit / 2, 0.1), workers=num_workers,
+                             seed=random_seed,
+                             hint=[(var, values_of[key]) for key, var in n.items()])
+        if again.found and again.objective is not None:
+            values_of = {key: again.int_value(var) for key, var in n.items()}
+            deltas = {b: again.int_value(var) for b, var in delta.items()}
+            secondary = again.objective
     fresh_used = {label: sum(values_of[k, FRESH] for k, c in enumerate(classes)
                              if FRESH in c.options and c.label == label) for label in labels}
     fresh = max(0, m * max(fresh_used.values(), default=0) - sum(fresh_used.values()))
     return AssignmentCounts(
-        status=name,
+        status=first.status,
         counts={key: v for key, v in values_of.items() if v},
         delta=deltas,
         bucket_counterfeits=best - fresh,

@@ -27,9 +27,13 @@ import numpy as np
 import pandas as pd
 from ortools.graph.python import min_cost_flow
 
+from republish.certificate import Certificate
 from republish.errors import InputError, ParameterError
+from republish.models.solve import certificate
 
 __all__ = ["MAX_ARCS", "MatchingSolution", "solve_two_value_matching"]
+
+STEP = "two-value-matching"
 
 #: Class pairs above which the transportation problem is refused (memory).
 MAX_ARCS = 50_000_000
@@ -37,14 +41,24 @@ MAX_ARCS = 50_000_000
 
 @dataclass(frozen=True)
 class MatchingSolution:
-    """``groups[t]``: QI-group of row ``t``; ``objective``: stars (optimal)."""
+    """``groups[t]``: QI-group of row ``t``; ``objective``: stars, always optimal (the
+    min-cost flow is exact), so ``bound == objective`` and the gap is 0."""
 
     status: str
     objective: int
-    best_bound: float
-    gap: float
+    bound: float
     wall_time_s: float
     groups: np.ndarray
+
+    @property
+    def gap(self) -> float | None:
+        return self.certificate.gap
+
+    @property
+    def certificate(self) -> Certificate:
+        return certificate(STEP, self.status, self.objective, self.bound,
+                           times={"model": self.wall_time_s},
+                           detail="min-cost perfect bipartite matching")
 
 
 def _classes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,5 +142,5 @@ def solve_two_value_matching(
         # Rows of a class, in order, fill that class's arcs in order.
         groups[rows] = np.repeat(order, flow[order])
     objective = int((flow * cost).sum())
-    return MatchingSolution("OPTIMAL", objective, float(objective), 0.0,
+    return MatchingSolution("OPTIMAL", objective, float(objective),
                             time.perf_counter() - start, groups)

@@ -28,10 +28,13 @@ import numpy as np
 import pandas as pd
 from ortools.sat.python import cp_model
 
+from republish.certificate import Certificate
 from republish.errors import InputError, ParameterError
-from republish.models._cp_sat import cp_sat_solver
+from republish.models.solve import certificate, check_solver_options, solve_cp_sat
 
 __all__ = ["StarMinimizationSolution", "solve_star_minimization"]
+
+STEP = "star-minimization"
 
 #: Rows above which the model is refused (it grows with n^2 / l Booleans).
 MAX_ROWS = 200
@@ -39,14 +42,24 @@ MAX_ROWS = 200
 
 @dataclass(frozen=True)
 class StarMinimizationSolution:
-    """``groups[t]``: QI-group (slot) of row ``t`` (``None`` without a solution)."""
+    """``groups[t]``: QI-group (slot) of row ``t`` (``None`` without a solution);
+    ``objective``: stars (``None`` without a solution); ``bound``: CP-SAT's proven lower
+    bound (0 when it proves nothing)."""
 
     status: str
     objective: int | None
-    best_bound: float
-    gap: float | None
+    bound: float
     wall_time_s: float
     groups: np.ndarray | None
+
+    @property
+    def gap(self) -> float | None:
+        return self.certificate.gap if self.objective is not None else None
+
+    @property
+    def certificate(self) -> Certificate:
+        return certificate(STEP, self.status, self.objective, self.bound,
+                           times={"model": self.wall_time_s})
 
 
 def _canonical(groups: np.ndarray) -> np.ndarray:
@@ -74,6 +87,7 @@ def solve_star_minimization(
     start = time.perf_counter()
     if isinstance(l, bool) or not isinstance(l, int | np.integer) or l < 1:
         raise ParameterError(f"l must be a positive integer, got {l!r}.")
+    check_solver_options(time_limit, num_workers)
     codes = np.asarray(qi_codes)
     value, _ = pd.factorize(np.asarray(sensitive), sort=True)
     n = len(value)
@@ -131,25 +145,22 @@ def solve_star_minimization(
             for g in slots_with_star:
                 model.add(s[t, i] >= x[t, g] + z[g, i] - 1)
     model.minimize(sum(s.values()))
+    hint = None
     if hint_groups is not None and n:
         slot = _canonical(np.asarray(hint_groups))
         if slot.max() < slots:
-            for (t, g), variable in x.items():
-                model.add_hint(variable, int(slot[t] == g))
+            hint = [(variable, int(slot[t] == g)) for (t, g), variable in x.items()]
 
-    solver = cp_sat_solver(time_limit=time_limit, num_workers=num_workers,
-                           random_seed=random_seed)
-    status = solver.solve(model)
-    name = solver.status_name(status)
+    solved = solve_cp_sat(model, time_limit=time_limit, workers=num_workers, seed=random_seed,
+                          hint=hint)
     wall = time.perf_counter() - start
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return StarMinimizationSolution(name, None, float(solver.best_objective_bound), None,
-                                        wall, None)
+    bound = max(solved.bound, 0.0) if solved.bound is not None else 0.0
+    if not solved.found or solved.objective is None:
+        return StarMinimizationSolution(solved.status, None, bound, wall, None)
     groups = np.array(
-        [next(g for g in range(min(t + 1, slots)) if solver.value(x[t, g])) for t in range(n)],
+        [next(g for g in range(min(t + 1, slots)) if solved.bool_value(x[t, g]))
+         for t in range(n)],
         dtype=np.int64,
     )
-    objective = int(round(solver.objective_value))
-    bound = float(objective) if status == cp_model.OPTIMAL else float(solver.best_objective_bound)
-    return StarMinimizationSolution(name, objective, bound,
-                                    (objective - bound) / max(objective, 1), wall, groups)
+    return StarMinimizationSolution(solved.status, int(round(solved.objective)), bound, wall,
+                                    groups)

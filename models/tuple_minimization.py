@@ -28,12 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
+from republish.certificate import Certificate
 from republish.errors import InputError, ParameterError
 from republish.ldiversity_bounds import phase_one_heights
-from republish.models._cp_sat import cp_sat_solver
+from republish.models.solve import certificate, check_solver_options, solve_cp_sat
 
 __all__ = ["TupleMinimizationSolution", "pair_counts", "phase_one_bounds",
            "solve_tuple_minimization"]
+
+STEP = "tuple-minimization"
 
 #: ``Ḣ(Q)`` of Lemma 5.8 (:mod:`republish.ldiversity_bounds`), under its former name here.
 phase_one_bounds = phase_one_heights
@@ -44,17 +47,27 @@ class TupleMinimizationSolution:
     """Result of :func:`solve_tuple_minimization`.
 
     ``removed[p]`` is ``r(Q, v)`` of input pair ``p`` (``None`` without a solution);
-    ``objective`` is ``sum r`` (suppressed tuples); ``best_bound`` CP-SAT's proven lower
-    bound; ``gap`` is ``(objective - best_bound) / max(objective, 1)``.
+    ``objective`` is ``sum r`` (suppressed tuples); ``bound`` the proven lower bound (the
+    larger of CP-SAT's and Corollary 5.10's); ``gap`` is ``(objective - bound) /
+    max(objective, 1)``.
     """
 
     status: str
     objective: int | None
-    best_bound: float
-    gap: float | None
+    bound: float
     wall_time_s: float
     removed: np.ndarray | None
     variables: int
+
+    @property
+    def gap(self) -> float | None:
+        return self.certificate.gap if self.objective is not None else None
+
+    @property
+    def certificate(self) -> Certificate:
+        return certificate(STEP, self.status, self.objective, self.bound,
+                           times={"model": self.wall_time_s},
+                           detail=f"{self.variables} variables")
 
 
 def pair_counts(
@@ -101,10 +114,7 @@ def solve_tuple_minimization(
     start = time.perf_counter()
     if isinstance(l, bool) or not isinstance(l, int | np.integer) or l < 1:
         raise ParameterError(f"l must be a positive integer, got {l!r}.")
-    if not time_limit > 0:
-        raise ParameterError(f"time_limit must be positive, got {time_limit!r}.")
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-        raise ParameterError(f"num_workers must be a positive integer, got {num_workers!r}.")
+    check_solver_options(time_limit, num_workers)
     group = np.asarray(pair_group, dtype=np.int64)
     value = np.asarray(pair_value, dtype=np.int64)
     h = np.asarray(pair_count, dtype=np.int64)
@@ -151,29 +161,27 @@ def solve_tuple_minimization(
     model.add(total >= lower_bound)
     model.minimize(total)
 
+    hints: list[tuple[cp_model.IntVar, int]] | None = None
     if hint_removed is not None:
         hint = np.asarray(hint_removed, dtype=np.int64)
-        for p, variable in r.items():
-            model.add_hint(variable, int(np.clip(hint[p], h[p] - h_dot[p], h[p])))
+        hints = [(variable, int(np.clip(hint[p], h[p] - h_dot[p], h[p])))
+                 for p, variable in r.items()]
         for g, pairs in pairs_of_group.items():
             kept = int(max(h[p] - hint[p] for p in pairs))
-            model.add_hint(pillar[g], int(np.clip(kept, 0, pillar_bound[g])))
+            hints.append((pillar[g], int(np.clip(kept, 0, pillar_bound[g]))))
 
-    solver = cp_sat_solver(time_limit=time_limit, num_workers=num_workers,
-                           random_seed=random_seed)
-    status = solver.solve(model)
-    name = solver.status_name(status)
+    solved = solve_cp_sat(model, time_limit=time_limit, workers=num_workers, seed=random_seed,
+                          hint=hints)
     wall = time.perf_counter() - start
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return TupleMinimizationSolution(name, None, float(lower_bound), None, wall, None,
-                                         len(r) + len(pillar))
+    variables = len(r) + len(pillar)
+    if not solved.found or solved.objective is None:
+        return TupleMinimizationSolution(solved.status, None, float(lower_bound), wall, None,
+                                         variables)
     removed = h.copy()
     for p, variable in r.items():
-        removed[p] = solver.value(variable)
+        removed[p] = solved.int_value(variable)
     objective = int(removed.sum())
-    bound = max(float(lower_bound), float(solver.best_objective_bound))
-    if status == cp_model.OPTIMAL:
+    bound = max(float(lower_bound), solved.bound if solved.bound is not None else 0.0)
+    if solved.status == "OPTIMAL":
         bound = float(objective)
-    gap = (objective - bound) / max(objective, 1)
-    return TupleMinimizationSolution(name, objective, bound, gap, wall, removed,
-                                     len(r) + len(pillar))
+    return TupleMinimizationSolution(solved.status, objective, bound, wall, removed, variables)

@@ -10,7 +10,13 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+#: What one solve can say (the one vocabulary of :mod:`republish.models.solve`).
+SolveStatus = Literal["OPTIMAL", "FEASIBLE", "INFEASIBLE", "TIMEOUT", "ERROR"]
+#: What a step can say: a solve's status, or ``HEURISTIC`` (only a heuristic's answer).
 Status = Literal["OPTIMAL", "FEASIBLE", "HEURISTIC", "TIMEOUT", "INFEASIBLE", "ERROR"]
+#: Every :data:`Status`, strongest first (the order :func:`combine` uses).
+STATUSES: tuple[Status, ...] = ("OPTIMAL", "FEASIBLE", "HEURISTIC", "TIMEOUT", "INFEASIBLE",
+                                "ERROR")
 
 
 @dataclass(frozen=True)
@@ -21,6 +27,7 @@ class Certificate:
     model improved on or confirmed the heuristic without proof, ``HEURISTIC`` when only the
     heuristic's answer is available (model skipped, too large, or out of time).
     ``bound`` is a proven lower bound on the objective (``None`` when nothing is proven).
+    ``objective`` is infinite when there is no answer (``INFEASIBLE``, ``TIMEOUT``, ``ERROR``).
     """
 
     step: str
@@ -36,7 +43,9 @@ class Certificate:
         """Relative gap ``(objective - bound) / max(|objective|, 1)``; 0 when optimal."""
         if self.status == "OPTIMAL":
             return 0.0
-        if self.bound is None or math.isinf(self.bound):
+        if self.bound is None or not math.isfinite(self.bound):
+            return None
+        if not math.isfinite(self.objective):
             return None
         return max(0.0, self.objective - self.bound) / max(abs(self.objective), 1.0)
 
@@ -63,8 +72,7 @@ def combine(step: str, parts: list[Certificate]) -> Certificate:
     """
     if not parts:
         return Certificate(step=step, status="OPTIMAL", objective=0.0, bound=0.0)
-    order = ["OPTIMAL", "FEASIBLE", "HEURISTIC", "TIMEOUT", "INFEASIBLE", "ERROR"]
-    status = max((p.status for p in parts), key=order.index)
+    status = max((p.status for p in parts), key=STATUSES.index)
     bounds = [p.bound for p in parts]
     bound = (
         None if any(b is None for b in bounds) else float(sum(b for b in bounds if b is not None))

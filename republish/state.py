@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from republish.errors import InputError, ParameterError, format_rows
+from republish.errors import InputError, ParameterError
 from republish.identifiers import IdentifierKind
-from republish.principles.report import VerificationReport, Violation
+from republish.parameters import validate_m
 from republish.release import GROUP, Release
 from republish.schema import Schema
 
@@ -83,9 +83,7 @@ class PublisherState:
         cls, schema: Schema, m: int, identifier_kind: IdentifierKind | None = None
     ) -> PublisherState:
         """The state before the first release."""
-        if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 2:
-            raise ParameterError(f"m must be an integer of at least 2, got {m!r}.")
-        return cls(schema=schema, m=int(m), rows=_empty_rows(schema),
+        return cls(schema=schema, m=validate_m(m), rows=_empty_rows(schema),
                    identifier_kind=identifier_kind)
 
     def last_population(self) -> pd.Index:
@@ -254,51 +252,3 @@ def group_signatures(release: Release) -> dict[Any, frozenset[str]]:
     for first, chunk in zip(starts.tolist(), np.split(pairs % width, starts[1:]), strict=True):
         signatures[group_labels[owners[first]]] = frozenset(labels[chunk].tolist())
     return signatures
-
-
-def check_against_state(
-    release: Release, state: PublisherState, positions: np.ndarray | None = None
-) -> VerificationReport:
-    """Every previously published row keeps its last published signature.
-
-    This is Lemma 4's second condition extended across gaps (re-insertions): it compares
-    each row of ``release`` with its record in ``state`` (the state *before* the release).
-    ``positions`` are :meth:`PublisherState.positions` of the assignment's identifiers,
-    when already known. One violation per (group, previous signature).
-    """
-    schema = release.schema
-    assignment = release.assignment
-    ids = assignment[schema.identifier].astype(str)
-    if positions is None:
-        positions = state.positions(ids)
-    known = positions >= 0
-    if not known.any():
-        return VerificationReport("m-invariance", ())
-    by_group = group_signatures(release)
-    before = state.rows.iloc[positions[known]]
-    pairs = pd.DataFrame({
-        "group": assignment[GROUP].to_numpy()[known],
-        "code": before[SIGNATURE].to_numpy(),
-    }).drop_duplicates()
-    violations = []
-    for group, code in zip(pairs["group"].tolist(), pairs["code"].tolist(), strict=True):
-        now = by_group.get(group, frozenset())
-        if now == state.signatures[code]:
-            continue
-        mask = (assignment[GROUP].to_numpy()[known] == group) & (
-            before[SIGNATURE].to_numpy() == code
-        )
-        idents = ids[known].to_numpy()[mask].tolist()
-        numbers = sorted(set(before[LAST_RELEASE].to_numpy()[mask].tolist()))
-        violations.append(
-            Violation(
-                group=group,
-                reason=(
-                    f"identifier(s) {format_rows(idents)} last published (release(s) "
-                    f"{numbers}) with signature {sorted(state.signatures[code])} sit in group "
-                    f"{group} of release {release.number} with signature {sorted(now)}"
-                ),
-                rows=tuple(idents),
-            )
-        )
-    return VerificationReport("m-invariance", tuple(violations))

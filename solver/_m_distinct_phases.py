@@ -13,7 +13,6 @@ Both add the rows of the release being built to a :class:`_Rows`. The whole step
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -26,10 +25,9 @@ from republish.models.m_distinct_assignment import (
     distribute_records,
     solve_assignment_counts,
 )
+from republish.parameters import Eligibility as EligibilityMethod
 from republish.schema import Schema
 from republish.solver.eligibility import make_eligible
-
-EligibilityMethod = Literal["counterfeit", "delete", "hybrid"]
 
 
 class _Rows:
@@ -98,7 +96,7 @@ def _exact_assignment(
 def _fresh_path(
     table: pd.DataFrame, schema: Schema, rows: np.ndarray, m: int, method: EligibilityMethod,
     labels: np.ndarray, label_value: dict[str, str], code: dict[str, int],
-    label_order: list[str], out: _Rows, time_limit: float,
+    label_order: list[str], out: _Rows, time_limit: float, use_model: bool = True,
 ) -> tuple[np.ndarray, int]:
     """Step 5 on the new records ``rows``; returns the deferred rows and counterfeits."""
     if not len(rows):
@@ -108,6 +106,7 @@ def _fresh_path(
     present = set(labels[rows].tolist())
     solution, applied = make_eligible(
         frame, schema, m, method, time_limit=time_limit, seed=None, allow_new_values=True,
+        use_model=use_model,
         new_values=[lab for lab in label_order if lab not in present], num_workers=1,
     )
     deferred = np.sort(applied.deferred.index.to_numpy(dtype=np.int64))

@@ -18,8 +18,9 @@ import pandas as pd
 from republish.datasets import dynamic_series
 from republish.errors import ParameterError
 from republish.metrics import query_error
+from republish.parameters import Eligibility as EligibilityMethod
 from republish.schema import Schema
-from republish.solver.m_invariance import EligibilityMethod, publish_m_invariant
+from republish.solver.m_invariance import publish_m_invariant
 from republish.solver.steps import Mode
 from republish.state import PublisherState
 from republish.tables import validate_table
@@ -77,7 +78,7 @@ def compare_pipelines(
         for microdata in series:
             step = publish_m_invariant(
                 microdata, schema, m, previous=state, rng=rng, validated=True,
-                eligibility_time_limit=time_limit, mode=mode, time_limit=time_limit,
+                mode=mode, time_limit=time_limit,
                 workers=workers, eligibility=eligibility,
             )
             state = step.state

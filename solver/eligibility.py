@@ -32,7 +32,12 @@ import pandas as pd
 
 from republish.errors import InputError, ParameterError
 from republish.generalization import Domain
-from republish.heuristics.eligibility import greedy_hybrid, maximal_subset, minimal_superset
+from republish.heuristics.eligibility import (
+    greedy_hybrid,
+    maximal_subset,
+    minimal_superset,
+    random_counterfeits,
+)
 from republish.models.eligibility import solve_eligibility
 from republish.problems.eligibility import EligibilitySolution
 from republish.schema import Schema
@@ -42,6 +47,7 @@ Method = Literal["counterfeit", "delete", "hybrid", "hybrid-greedy"]
 METHODS: tuple[str, ...] = ("counterfeit", "delete", "hybrid", "hybrid-greedy")
 
 __all__ = ["METHODS", "AppliedEligibility", "Method", "apply_eligibility", "make_eligible",
+           "random_baseline",
            "sensitive_counts", "solve_counts"]
 
 
@@ -161,8 +167,10 @@ def solve_counts(
     allow_new_values: bool = False,
     new_values: Sequence[str] = (),
     num_workers: int = 1,
+    use_model: bool = True,
 ) -> EligibilitySolution:
-    """Target counts for ``method``: heuristic, then the model hinted with it.
+    """Target counts for ``method``: heuristic, then the model hinted with it (not run
+    when ``use_model`` is false: the paper's algorithm alone).
 
     ``counterfeit`` and ``delete`` run Algorithm 1 or 2, ``hybrid`` the best of Algorithms
     1-3 (that respects ``deletion_caps``); the CP-SAT model is hinted with it and its
@@ -199,6 +207,8 @@ def solve_counts(
                 "method 'hybrid' (the exact model)."
             )
         return replace(heuristic, method=method)
+    if not use_model:
+        return replace(heuristic, method=method)
     exact = solve_eligibility(
         counts, m, method, counterfeit_cost=counterfeit_cost, deletion_cost=deletion_cost,
         deletion_caps=deletion_caps, allow_new_values=allow_new_values,
@@ -233,6 +243,7 @@ def make_eligible(
     allow_new_values: bool = False,
     new_values: Sequence[str] = (),
     num_workers: int = 1,
+    use_model: bool = True,
 ) -> tuple[EligibilitySolution, AppliedEligibility]:
     """Make ``table`` m-eligible with ``method`` and apply the result to its rows.
 
@@ -250,6 +261,15 @@ def make_eligible(
         sensitive_counts(table, schema), m, method, time_limit=time_limit,
         deletion_caps=deletion_caps, counterfeit_cost=counterfeit_cost,
         deletion_cost=deletion_cost, allow_new_values=allow_new_values,
-        new_values=new_values, num_workers=num_workers,
+        new_values=new_values, num_workers=num_workers, use_model=use_model,
     )
     return solution, apply_eligibility(table, schema, solution, seed=seed)
+
+
+def random_baseline(counts: Mapping[str, int], m: int, seed: int | None = 0, *,
+                    allow_new_values: bool = False,
+                    counterfeit_cost: float = 1.0) -> EligibilitySolution:
+    """The m-eligibility paper's random-counterfeit baseline (§IV-B), for comparisons:
+    :func:`republish.heuristics.eligibility.random_counterfeits`."""
+    return random_counterfeits(counts, m, seed, allow_new_values=allow_new_values,
+                               counterfeit_cost=counterfeit_cost)

@@ -163,7 +163,7 @@ def solve_l_diversity(
         matching = solve_two_value_matching(codes, sensitive)
         groups, objective, phase = matching.groups, "stars", None
         proof = "min-cost perfect bipartite matching (§4)"
-        certificate.update(model_status=matching.status, star_bound=matching.best_bound)
+        certificate.update(model_status=matching.status, star_bound=matching.bound)
     else:  # exact-stars
         if len(table) > MAX_ROWS:
             raise ParameterError(
@@ -178,7 +178,7 @@ def solve_l_diversity(
         groups = stars_model.groups if stars_model.groups is not None else hint
         objective, phase = "stars", None
         proof = "CP-SAT OPTIMAL (star minimization)" if stars_model.status == "OPTIMAL" else None
-        certificate.update(model_status=stars_model.status, star_bound=stars_model.best_bound,
+        certificate.update(model_status=stars_model.status, star_bound=stars_model.bound,
                            model_gap=stars_model.gap, model_time_s=stars_model.wall_time_s)
 
     boxes = group_boxes(codes, groups)
@@ -216,9 +216,9 @@ def _tuple_model(
         time_limit=time_limit, num_workers=num_workers, random_seed=seed,
     )
     certificate.update(model_status=solution.status, model_objective=solution.objective,
-                       model_bound=solution.best_bound, model_gap=solution.gap,
+                       model_bound=solution.bound, model_gap=solution.gap,
                        model_time_s=round(solution.wall_time_s, 6))
-    model_bound = int(np.ceil(solution.best_bound - 1e-6))
+    model_bound = int(np.ceil(solution.bound - 1e-6))
     proof = "CP-SAT OPTIMAL (tuple minimization)" if solution.status == "OPTIMAL" else None
     if solution.removed is None or solution.objective is None:
         return tp_groups, None, model_bound

@@ -23,14 +23,10 @@ A record's sensitive value may change between releases only within the public mo
 
 from __future__ import annotations
 
-import dataclasses
-import time
-from collections.abc import Callable
-
 import numpy as np
 import pandas as pd
 
-from republish.errors import InputError, ParameterError, VerificationError
+from republish.errors import InputError, ParameterError
 from republish.generalization import Domain, group_boxes, perimeters
 from republish.heuristics.m_distinct import (
     FRESH,
@@ -42,42 +38,21 @@ from republish.heuristics.m_distinct import (
     create_buckets,
 )
 from republish.heuristics.m_distinct_split import split_distinct_buckets
-from republish.principles import verify_release
-from republish.principles.m_distinct import PRINCIPLE, check_m_distinct_against_state
+from republish.parameters import Eligibility
+from republish.principles.catalog.m_distinct import MDistinctOptions
+from republish.principles.m_distinct import PRINCIPLE
 from republish.release import build_release
 from republish.schema import Schema
-from republish.solver._m_distinct_phases import (
-    EligibilityMethod,
-    _exact_assignment,
-    _fresh_path,
-    _Rows,
-)
+from republish.solver._m_distinct_phases import _exact_assignment, _fresh_path, _Rows
 from republish.solver.certificate import Certificate
-from republish.solver.m_invariance import StepResult
-from republish.state import LAST_RELEASE, SIGNATURE, PublisherState
-from republish.tables import encode_qis, validate_release_table
+from republish.solver.options import Mode, SolveOptions
+from republish.solver.phase_timer import Progress
+from republish.solver.release_step import Built, StepContext, StepResult, run_release_step
+from republish.state import SIGNATURE, PublisherState
+from republish.tables import encode_qis
 from republish.transitions import TransitionModel, UpdateSetSignature
 
-__all__ = ["publish_m_distinct", "publish_with_options", "store_options"]
-
-Progress = Callable[[str], None]
-
-
-def _changes_outside_model(state: PublisherState, table: pd.DataFrame, positions: np.ndarray,
-                           model: TransitionModel) -> None:
-    schema = state.schema
-    known = positions >= 0
-    before = state.rows[schema.sensitive].astype(str).to_numpy()[positions[known]]
-    after = table[schema.sensitive].astype(str).to_numpy()[known]
-    bad = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if not model.allows(a, b)]
-    if bad:
-        idents = table[schema.identifier].to_numpy()[known][bad]
-        changes = [f"{i}: {before[k]!r} -> {after[k]!r}" for i, k in zip(idents[:5], bad[:5],
-                                                                          strict=False)]
-        raise InputError(
-            f"{len(bad)} identifier(s) changed their sensitive value outside the public "
-            f"transition model ({'; '.join(changes)}); fix the data or add the transitions."
-        )
+__all__ = ["build_m_distinct", "publish_m_distinct"]
 
 
 def _normalized(table: pd.DataFrame, schema: Schema) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -99,22 +74,23 @@ def publish_m_distinct(
     previous: PublisherState | None = None,
     *,
     strict: bool = False,
-    eligibility: EligibilityMethod = "counterfeit",
+    eligibility: Eligibility = "counterfeit",
     rng: np.random.Generator | None = None,
     number: int | None = None,
     progress: Progress | None = None,
-    new_population: bool = False,
     validated: bool = False,
-    exact: bool = True,
+    mode: Mode = "auto",
     time_limit: float = 10.0,
-    num_workers: int = 1,
+    workers: int = 1,
+    new_population: bool = False,
 ) -> StepResult:
     """Compute, verify and return release ``n`` of an m-Distinct sequence.
 
     ``model`` is the public transition model; ``strict`` asks for the §IV-B extension;
     ``eligibility`` how new records on the first-release path become m-eligible;
-    ``exact`` runs the CP-SAT assignment within ``time_limit`` seconds. Other parameters
-    as :func:`republish.solver.m_invariance.publish_m_invariant`.
+    ``mode`` ``auto``/``exact`` runs the CP-SAT assignment within ``time_limit`` seconds
+    (``heuristic``: Algorithm 1 alone). Other parameters as
+    :func:`republish.solver.m_invariance.publish_m_invariant`.
 
     Raises
     ------
@@ -126,33 +102,20 @@ def publish_m_distinct(
     VerificationError
         if the computed release fails verification (never returned).
     """
-    start = time.perf_counter()
-    times: dict[str, float] = {}
-    clock = [start]
-
-    def phase(name: str) -> None:
-        now = time.perf_counter()
-        times[name] = now - clock[0]
-        clock[0] = now
-        if progress is not None:
-            progress(name)
-
-    if eligibility not in ("counterfeit", "delete", "hybrid"):
-        raise ParameterError(f"eligibility={eligibility!r}: use counterfeit, delete or hybrid.")
-    state = previous if previous is not None else PublisherState.empty(schema, m)
-    if state.m != m or state.schema.fingerprint() != schema.fingerprint():
-        raise ParameterError("schema and m must equal those of the previous releases.")
-    number = state.last_release + 1 if number is None else int(number)
-    if number <= state.last_release:
-        raise ParameterError(f"release number {number} must exceed {state.last_release}.")
-    rng = rng if rng is not None else np.random.default_rng()
-    table, identifier_kind = validate_release_table(
-        table, schema, state.identifier_kind, state.last_population(), validated=validated,
+    return run_release_step(
+        PRINCIPLE, build_m_distinct, table, schema, MDistinctOptions(m, model, strict),
+        previous, solve=SolveOptions(mode, time_limit, workers), eligibility=eligibility,
+        rng=rng, number=number, progress=progress, validated=validated,
         new_population=new_population,
     )
-    ids = table[schema.identifier].astype(str).to_numpy(dtype=object)
-    positions = state.positions(ids)
-    _changes_outside_model(state, table, positions, model)
+
+
+def build_m_distinct(context: StepContext) -> Built:
+    """The middle of an m-Distinct release: steps 1-6 of the module docstring."""
+    table, schema, state = context.table, context.schema, context.state
+    m, model, strict = context.options.m, context.options.transitions, context.options.strict
+    solve, timer, rng, eligibility = context.solve, context.timer, context.rng, context.eligibility
+    number, ids, positions = context.number, context.ids, context.positions
     sensitive = table[schema.sensitive].astype(str).to_numpy(dtype=object)
     frequency = pd.Series(sensitive).value_counts()
     domain = sorted(set(model.values) | state.sensitive_domain() | set(frequency.index))
@@ -183,17 +146,17 @@ def publish_m_distinct(
     previous_index = np.full(len(table), -1, dtype=np.int64)
     previous_index[known] = [position_of[uss_of_code[c]] for c in record[SIGNATURE].tolist()]
     closure = {v: model.cus(v) for v in domain} if strict else None
-    phase("validate")
+    timer.phase("phase 1: buckets")
 
     buckets = BucketTable.build(create_buckets(distinct, domain), domain, closure)
     options = bucket_options(buckets, values, previous_index, distinct)
-    phase("phase 1: buckets")
+    timer.phase("phase 2: assign")
     order = rng.permutation(len(table))
     greedy_ordered = assign_records(buckets, values[order], points[order],
                                     [options[i] for i in order], ~known[order], cell)
     greedy = np.empty(len(table), dtype=np.int64)
     greedy[order] = greedy_ordered.bucket
-    phase("phase 2: assign")
+    timer.phase("exact assignment")
 
     balances: dict[tuple[int, frozenset[tuple[str, int]]], BucketBalance] = {}
 
@@ -218,10 +181,10 @@ def publish_m_distinct(
     bound: float | None = None
     if not flexible.any():
         status, bound, detail = "OPTIMAL", float(heuristic), "assignment forced"
-    if exact and flexible.any():
+    if solve.uses_models and flexible.any():
         candidate, solution = _exact_assignment(
-            buckets, options, greedy, values, labels, ~known, points, domain, m, time_limit,
-            num_workers, int(rng.integers(0, 2**31 - 1)))
+            buckets, options, greedy, values, labels, ~known, points, domain, m,
+            max(context.deadline.left(), 1e-3), solve.workers, context.model_seed())
         detail = f"model {solution.status} ({solution.variables} variables)"
         if solution.found:
             exact_cost = cost_of(candidate)
@@ -232,7 +195,7 @@ def publish_m_distinct(
                     status = "FEASIBLE"
             else:
                 status = "FEASIBLE"
-    phase("exact assignment")
+    timer.phase("balance")
 
     out = _Rows()
     for b in np.unique(chosen[chosen >= 0]).tolist():
@@ -244,16 +207,16 @@ def publish_m_distinct(
         pool = {v: list(members[sensitive[members] == v]) for v in set(sensitive[members])}
         for e, rows in enumerate(balance.rows):
             for v, amount in rows.items():
-                real = min(amount, len(pool.get(v, [])))
-                taken, pool[v] = pool.get(v, [])[:real], pool.get(v, [])[real:]
-                out.add(np.array(taken + [-1] * (amount - real)), code[v], e, label)
-    phase("balance")
+                available = min(amount, len(pool.get(v, [])))
+                taken, pool[v] = pool.get(v, [])[:available], pool.get(v, [])[available:]
+                out.add(np.array(taken + [-1] * (amount - available)), code[v], e, label)
+    timer.phase("first-release path")
     fresh = np.flatnonzero(chosen == FRESH)
     fresh = fresh[rng.permutation(len(fresh))]
     deferred, _ = _fresh_path(table, schema, fresh, m, eligibility, labels, label_value, code,
                               sorted(label_value, key=lambda lab: by_use.index(label_value[lab])),
-                              out, time_limit)
-    phase("first-release path")
+                              out, max(context.deadline.left(), 1e-3), solve.uses_models)
+    timer.phase("phase 3: split")
 
     item_rows, item_values, item_entries, item_buckets = out.arrays()
     item_points = np.full((len(item_rows), points.shape[1]), np.nan)
@@ -268,7 +231,7 @@ def publish_m_distinct(
     if not real.any():
         raise InputError("nothing to publish: every new row was deferred; use eligibility "
                          "'counterfeit' or 'hybrid', or a lower m.")
-    phase("phase 3: split")
+    timer.phase("build")
 
     counterfeit_values: dict[int, list[str]] = {}
     for g, v in zip(groups[keep & ~real].tolist(), item_values[keep & ~real].tolist(),
@@ -279,20 +242,9 @@ def publish_m_distinct(
     release = build_release(
         number, table.iloc[published_rows].reset_index(drop=True), groups[real], schema,
         counterfeit_values=counterfeit_values, deferred=ids[deferred].tolist(), rng=rng,
-        model="interval", metadata={"parameters": parameters,
-                                           "identifier_kind": identifier_kind},
+        model="interval", metadata={"parameters": parameters},
     )
-    report = verify_release(release, m).merge(
-        check_m_distinct_against_state(release, state, model, strict, positions[published_rows]),
-        principle=f"release {number}",
-    )
-    if not report.ok:
-        raise VerificationError(
-            f"release {number} failed verification and was not produced: {report.summary()}")
-    next_state = dataclasses.replace(state, identifier_kind=identifier_kind).advance(
-        release, positions=positions[published_rows])
-    phase("verify")
-    wall = time.perf_counter() - start
+    boxes = group_boxes(codes[published_rows], groups[real])
     counterfeits = release.counterfeit_total()
     objective = float(counterfeits + len(deferred))
     if eligibility != "counterfeit" and len(fresh) and bound is not None:
@@ -302,39 +254,15 @@ def publish_m_distinct(
         step=PRINCIPLE, status=status,  # type: ignore[arg-type]
         objective=objective,
         bound=None if bound is None else min(bound, objective),
-        heuristic_objective=float(heuristic), times=times,
+        heuristic_objective=float(heuristic),
         detail=f"{len(buckets.signatures)} buckets; greedy counterfeits {heuristic}; {detail}; "
                f"split levels {split.levels}",
     )
-    release = dataclasses.replace(release, metadata={
-        **release.metadata, "certificate": certificate.to_dict(), "wall_time_s": wall})
-    boxes = group_boxes(codes[published_rows], groups[real])
-    in_last = state.rows[LAST_RELEASE].to_numpy() == state.last_release
-    present = np.zeros(len(state.rows), dtype=bool)
-    present[positions[known]] = True
-    reinserted = int((record[LAST_RELEASE].to_numpy() < state.last_release).sum())
-    return StepResult(
-        release=release, certificate=certificate, state=next_state, report=report,
-        rows=len(table), new=int((~known).sum()),
-        deleted=int((in_last & ~present).sum()) if state.last_release else 0,
-        reinserted=reinserted, deferred=len(deferred), counterfeits=counterfeits,
-        groups=release.group_count(),
+    return Built(
+        release=release, certificate=certificate, published_rows=published_rows,
+        counterfeits=counterfeits, deferred=len(deferred),
         mean_perimeter=float(perimeters(schema, boxes, Domain.of(schema, codes)).mean()),
-        wall_time_s=wall, parameters=parameters,
     )
 
 
-def store_options(transitions: TransitionModel, strict: bool = False) -> dict[str, object]:
-    """The m-Distinct parameters kept in a release store (besides ``m``)."""
-    return {"transitions": transitions.to_dict(), "strict": bool(strict)}
-
-
-def publish_with_options(
-    table: pd.DataFrame, schema: Schema, m: int, options: dict[str, object],
-    previous: PublisherState | None = None, **keywords: object,
-) -> StepResult:
-    """:func:`publish_m_distinct` with the parameters of :func:`store_options`."""
-    model = TransitionModel.from_dict(options["transitions"])  # type: ignore[arg-type]
-    return publish_m_distinct(table, schema, m, model, previous,
-                              strict=bool(options.get("strict", False)),
-                              **keywords)  # type: ignore[arg-type]
+MIDDLE = build_m_distinct

@@ -13,9 +13,10 @@ m-invariant release step"):
 5. split (:mod:`republish.heuristics.perimeter_split`, §4.3).
 
 Counts become rows in :mod:`republish.solver.m_invariance_rows`, which also makes sure
-every group holds a real row. The release is verified (m-uniqueness, counterfeits,
-hygiene, and every previously published row keeping its signature, across gaps) before
-it is returned; a failing release raises :class:`VerificationError`.
+every group holds a real row. The skeleton around these phases (checks, identifiers,
+verification against the state, the state's advance, the certificate) is
+:func:`republish.solver.release_step.run_release_step`; this module is the principle's
+middle, :func:`build_m_invariant`.
 
 Each phase takes and returns plain counts or arrays so that an exact model can replace
 it (``republish.models``).
@@ -23,23 +24,18 @@ it (``republish.models``).
 
 from __future__ import annotations
 
-import dataclasses
-import time
-from dataclasses import dataclass, field
-from typing import Any, Literal
-
 import numpy as np
 import pandas as pd
 
-from republish.errors import ParameterError, VerificationError
+from republish.errors import ParameterError
 from republish.generalization import Domain, group_boxes, perimeters
 from republish.heuristics.assign import assign_new_rows
 from republish.heuristics.balancing import balance_buckets
 from republish.heuristics.division import divide_by_signature
-from republish.principles import verify_release
-from republish.principles.report import VerificationReport
+from republish.parameters import Eligibility
+from republish.principles.catalog.m_invariance import MInvarianceOptions
 from republish.problems.eligibility import EligibilitySolution, solution_from_targets
-from republish.release import Release, build_release
+from republish.release import build_release
 from republish.schema import Schema
 from republish.solver.certificate import Certificate
 from republish.solver.eligibility import make_eligible
@@ -51,70 +47,15 @@ from republish.solver.m_invariance_rows import (
     place_balancing,
     place_old_rows,
 )
-from republish.solver.phase_timer import PhaseTimer, Progress
-from republish.solver.steps import Mode, check_solver_options
-from republish.state import (
-    LAST_RELEASE,
-    SIGNATURE,
-    PublisherState,
-    check_against_state,
-    check_unchanged,
-)
-from republish.tables import encode_qis, validate_release_table
+from republish.solver.options import Mode, SolveOptions
+from republish.solver.phase_timer import Progress
+from republish.solver.release_step import Built, StepContext, StepResult, run_release_step
+from republish.state import SIGNATURE, PublisherState
+from republish.tables import encode_qis
 
-__all__ = ["StepResult", "publish_m_invariant"]
+__all__ = ["StepResult", "build_m_invariant", "publish_m_invariant"]
 
-EligibilityMethod = Literal["counterfeit", "delete", "hybrid"]
 PRINCIPLE = "m-invariance"
-
-
-@dataclass(frozen=True, eq=False)
-class StepResult:
-    """A verified release and what it took.
-
-    ``new`` counts rows of ``T(n)`` never published before (deferred ones included),
-    ``deferred`` those held back, ``reinserted`` rows published before the last release,
-    absent from it and back now, ``deleted`` rows of the last release absent from ``T(n)``.
-    ``grouping`` certifies the group formation of an exact step (objective: the perimeter
-    sum of :mod:`republish.models.grouping.formation`); None for the heuristic pipeline.
-    """
-
-    release: Release
-    certificate: Certificate
-    state: PublisherState
-    report: VerificationReport
-    rows: int
-    new: int
-    deleted: int
-    reinserted: int
-    deferred: int
-    counterfeits: int
-    groups: int
-    mean_perimeter: float
-    wall_time_s: float
-    parameters: dict[str, Any] = field(default_factory=dict)
-    grouping: Certificate | None = None
-
-    def summary(self) -> dict[str, Any]:
-        """The ``history --json`` object of this release."""
-        return {
-            "release": self.release.number,
-            "rows": self.rows,
-            "new": self.new,
-            "deleted": self.deleted,
-            "reinserted": self.reinserted,
-            "counterfeits": self.counterfeits,
-            "deferred": self.deferred,
-            "groups": self.groups,
-            "mean_perimeter": self.mean_perimeter,
-            "wall_time_s": self.wall_time_s,
-            "status": self.certificate.status,
-            "objective": self.certificate.objective,
-            "bound": self.certificate.bound,
-            "gap": self.certificate.gap,
-            "grouping_status": None if self.grouping is None else self.grouping.status,
-            "grouping_gap": None if self.grouping is None else self.grouping.gap,
-        }
 
 
 def _make_eligible(
@@ -122,15 +63,14 @@ def _make_eligible(
     schema: Schema,
     rows: np.ndarray,
     m: int,
-    method: EligibilityMethod,
+    method: Eligibility,
     domain: list[str],
-    time_limit: float,
 ) -> tuple[EligibilitySolution, np.ndarray]:
     """Make the new rows ``rows`` left after balancing m-eligible (m-eligibility paper).
 
-    Goes through :func:`republish.solver.eligibility.make_eligible` (the paper's
-    Algorithm 1, 2 or 3 handed to the exact model). Counterfeits may take sensitive
-    values absent from the new rows (``domain`` order: the most frequent in ``T(n)``
+    Goes through :func:`republish.solver.eligibility.make_eligible` with the paper's
+    Algorithm 1, 2 or 3 alone (the heuristic pipeline runs no model). Counterfeits may
+    take sensitive values absent from the new rows (``domain`` order: the most frequent in ``T(n)``
     first) when fewer than ``m`` values are present. Deferred rows are the outliers of
     their value (the utility rule of ``make_eligible(seed=None)``).
 
@@ -142,9 +82,8 @@ def _make_eligible(
         return empty, np.zeros(0, dtype=np.int64)
     present = set(table[schema.sensitive].iloc[rows].astype(str))
     solution, applied = make_eligible(
-        table.iloc[rows], schema, m, method, time_limit=time_limit, seed=None,
-        allow_new_values=True, new_values=[v for v in domain if v not in present],
-        num_workers=1,
+        table.iloc[rows], schema, m, method, seed=None, allow_new_values=True,
+        new_values=[v for v in domain if v not in present], use_model=False,
     )
     return solution, np.sort(applied.deferred.index.to_numpy(dtype=np.int64))
 
@@ -172,88 +111,45 @@ def publish_m_invariant(
     schema: Schema,
     m: int,
     previous: PublisherState | None = None,
-    eligibility: EligibilityMethod = "counterfeit",
+    eligibility: Eligibility = "counterfeit",
     rng: np.random.Generator | None = None,
     number: int | None = None,
     progress: Progress | None = None,
-    new_population: bool = False,
     validated: bool = False,
-    eligibility_time_limit: float = 10.0,
-    mode: Mode = "heuristic",
+    mode: Mode = "auto",
     time_limit: float = 10.0,
     workers: int = 1,
+    new_population: bool = False,
 ) -> StepResult:
     """Compute, verify and return release ``n`` of an m-invariant sequence.
 
-    Parameters
-    ----------
-    table:
-        The microdata ``T(n)`` (validated against ``schema`` here).
-    schema, m:
-        Must equal those of ``previous``.
-    previous:
-        The publisher's state after release ``n - 1``; ``None`` for the first release.
-    eligibility:
-        How the new rows left after balancing are made m-eligible: ``counterfeit``
-        (minimal counterfeits, Algorithm 1), ``delete`` (deferrals, Algorithm 2) or
-        ``hybrid`` (both, the closest m-eligible table; Algorithm 3 as the model's hint).
-    rng:
-        Randomness for row choices, group numbers and row order (OS entropy when None).
-    number:
-        Release number (default: the previous one plus 1).
-    progress:
-        Called with the name of each phase as it starts.
-    validated:
-        ``True`` when ``table`` comes from :func:`~republish.tables.load_table` or
-        :func:`~republish.tables.validate_table` with this schema (skips re-validation).
-    eligibility_time_limit:
-        Seconds for the exact eligibility model (CP-SAT, hinted with the paper's
-        algorithm; the algorithm's answer is kept when the model finds nothing better).
-    mode, time_limit, workers:
-        ``heuristic`` (default): the phases above. ``auto``/``exact``: balancing, extra
-        rows and eligibility come from the bucket-assignment model and every bucket is
-        grouped by the exact group formation, each hinted with the greedy phases.
-        ``time_limit`` is one budget for the whole step, counted from the call: the
-        models share it and stop at its end, keeping the greedy answer where they have
-        not proven better (:mod:`republish.solver.m_invariance_exact`). Building and
-        verifying the release come on top (a fraction of a second at 40,000 rows).
+    ``previous`` is the publisher's state after release ``n - 1`` (``None`` for the first
+    release); ``eligibility`` how the new rows left after balancing are made m-eligible:
+    ``counterfeit`` (Algorithm 1 of the m-eligibility paper), ``delete`` (deferrals,
+    Algorithm 2) or ``hybrid`` (both). ``mode``, ``time_limit`` and ``workers`` form the
+    :class:`~republish.solver.options.SolveOptions`: ``heuristic`` runs the paper's
+    phases alone; ``auto`` (default) and ``exact`` take the counts from the
+    bucket-assignment model and group every bucket exactly, hinted with the phases,
+    within one ``time_limit`` budget for the step. The other parameters are those of
+    :func:`republish.solver.release_step.run_release_step`.
 
     Raises
     ------
-    ParameterError
-        on a bad ``m``, ``eligibility``, ``mode``, ``time_limit`` or ``workers``, a
-        schema or ``m`` differing from ``previous``, or
-        fewer than ``m`` sensitive values known.
-    InputError
-        on a malformed table, changed values of a published identifier, or an empty
-        release.
-    VerificationError
-        if the computed release fails its verifier (never returned).
+    ParameterError, InputError, VerificationError
+        as :func:`~republish.solver.release_step.run_release_step`, and when fewer than
+        ``m`` sensitive values are known.
     """
-    start = time.perf_counter()
-    timer = PhaseTimer(progress)
-    timer.phase("validate")
-    if eligibility not in ("counterfeit", "delete", "hybrid"):
-        raise ParameterError(
-            f"eligibility={eligibility!r}: use 'counterfeit', 'delete' or 'hybrid'."
-        )
-    check_solver_options(mode, time_limit, workers)
-    state = previous if previous is not None else PublisherState.empty(schema, m)
-    if state.m != m:
-        raise ParameterError(f"m={m} differs from m={state.m} of the previous releases.")
-    if state.schema.fingerprint() != schema.fingerprint():
-        raise ParameterError("the schema differs from the schema of the previous releases.")
-    number = state.last_release + 1 if number is None else int(number)
-    if number <= state.last_release:
-        raise ParameterError(f"release number {number} must exceed {state.last_release}.")
-    rng = rng if rng is not None else np.random.default_rng()
-    table, identifier_kind = validate_release_table(
-        table, schema, state.identifier_kind, state.last_population(), validated=validated,
-        new_population=new_population,
+    return run_release_step(
+        PRINCIPLE, build_m_invariant, table, schema, MInvarianceOptions(m), previous,
+        solve=SolveOptions(mode, time_limit, workers), eligibility=eligibility, rng=rng,
+        number=number, progress=progress, validated=validated, new_population=new_population,
     )
-    ids = table[schema.identifier].astype(str).to_numpy(dtype=object)
-    positions = state.positions(ids)
-    check_unchanged(state, table, positions)
+
+
+def build_m_invariant(context: StepContext) -> Built:
+    """The middle of an m-invariant release: the phases of the module docstring."""
+    table, schema, state, m = context.table, context.schema, context.state, context.options.m
+    solve, timer, rng, eligibility = context.solve, context.timer, context.rng, context.eligibility
     sensitive = table[schema.sensitive].astype(str).to_numpy(dtype=object)
     domain = _domain_order(state, sensitive)
     if len(domain) < m:
@@ -264,16 +160,9 @@ def publish_m_invariant(
     codes_sa = pd.Series(sensitive).map({v: i for i, v in enumerate(domain)}).to_numpy(
         dtype=np.int64
     )
-
-    known = positions >= 0
-    old = np.flatnonzero(known)
-    record = state.rows.iloc[positions[known]]
-    reinserted = int((record[LAST_RELEASE].to_numpy() < state.last_release).sum())
-    present = np.zeros(len(state.rows), dtype=bool)
-    present[positions[known]] = True
-    in_last = state.rows[LAST_RELEASE].to_numpy() == state.last_release
-    deleted = int((in_last & ~present).sum()) if state.last_release else 0
-    new = np.flatnonzero(~known)
+    positions = context.positions
+    old, new = np.flatnonzero(context.known), np.flatnonzero(~context.known)
+    record = state.rows.iloc[positions[old]]
 
     timer.phase("division")
     division = divide_by_signature(record[SIGNATURE].to_numpy(), state.signatures, sensitive[old])
@@ -288,21 +177,20 @@ def publish_m_invariant(
 
     timer.phase("balancing")
     decided = None
-    if mode == "heuristic":
-        balancing = balance_buckets(division.counts, {v: len(r) for v, r in work.pool.items()})
-    else:
-        decided = decide_counts(division.signatures, division.counts,
-                                {v: len(r) for v, r in work.pool.items()}, m, eligibility,
-                                domain, mode, start + time_limit, workers)
+    available = {v: len(r) for v, r in work.pool.items()}
+    if solve.uses_models:
+        decided = decide_counts(division.signatures, division.counts, available, m,
+                                eligibility, domain, solve.mode, context.deadline.end,
+                                solve.workers)
         balancing = decided.balancing
+    else:
+        balancing = balance_buckets(division.counts, available)
     place_balancing(work, balancing)
 
     timer.phase("eligibility")
     leftover = np.concatenate([np.zeros(0, dtype=np.int64), *work.pool.values()])
     if decided is None:
-        solution, deferred_rows = _make_eligible(
-            table, schema, leftover, m, eligibility, domain, eligibility_time_limit
-        )
+        solution, deferred_rows = _make_eligible(table, schema, leftover, m, eligibility, domain)
     else:
         solution, deferred_rows = defer_rows(decided, table, schema, leftover, m)
     if len(deferred_rows):
@@ -317,8 +205,8 @@ def publish_m_invariant(
     timer.phase("split")
     codes, normalized = _normalized_points(table, schema)
     split_certificates: list[Certificate] = []
-    splitter = None if decided is None else exact_splitter(mode, start + time_limit,
-                                                           workers, split_certificates)
+    splitter = None if decided is None else exact_splitter(
+        solve.mode, context.deadline.end, solve.workers, split_certificates)
     item_rows, item_values, item_buckets, item_groups, levels = form_groups(
         work, normalized, splitter
     )
@@ -331,49 +219,22 @@ def publish_m_invariant(
     for group, value in zip(item_groups[~real].tolist(), item_values[~real].tolist(),
                             strict=True):
         counterfeit_values.setdefault(group, []).append(domain[value])
-    parameters = {"m": m, "eligibility": eligibility, "principle": PRINCIPLE}
     release = build_release(
-        number,
-        table.iloc[published_rows].reset_index(drop=True),
-        groups,
-        schema,
+        context.number, table.iloc[published_rows].reset_index(drop=True), groups, schema,
         counterfeit_values=counterfeit_values,
-        deferred=ids[deferred_rows].tolist(),
-        rng=rng,
-        model="interval",
-        metadata={"parameters": parameters, "identifier_kind": identifier_kind},
+        deferred=context.ids[deferred_rows].tolist(), rng=rng, model="interval",
+        metadata={"parameters": {"m": m, "eligibility": eligibility, "principle": PRINCIPLE}},
     )
     boxes = group_boxes(codes[published_rows], groups)
-    mean_perimeter = float(perimeters(schema, boxes, Domain.of(schema, codes)).mean())
-
-    timer.phase("verify")
-    report = verify_release(release, m).merge(
-        check_against_state(release, state, positions[published_rows]),
-        principle=f"release {number}",
-    )
-    if not report.ok:
-        raise VerificationError(
-            f"release {number} failed verification and was not produced: {report.summary()}"
-        )
-    timer.phase("state")
-    next_state = dataclasses.replace(state, identifier_kind=identifier_kind).advance(
-        release, [work.signatures[b] for b in item_buckets[real].tolist()],
-        positions[published_rows],
-    )
-    timer.phase(None)
-    wall = time.perf_counter() - start
     counterfeits = release.counterfeit_total()
     objective = float(counterfeits + len(deferred_rows))
-    counts_certificate = None if decided is None else decided.certificate
+    counts = None if decided is None else decided.certificate
     certificate = Certificate(
         step=PRINCIPLE,
-        status="HEURISTIC" if counts_certificate is None else counts_certificate.status,
+        status="HEURISTIC" if counts is None else counts.status,
         objective=objective,
-        bound=None if counts_certificate is None or counts_certificate.bound is None
-        else min(counts_certificate.bound, objective),
-        heuristic_objective=objective if counts_certificate is None
-        else counts_certificate.heuristic_objective,
-        times=timer.times,
+        bound=None if counts is None or counts.bound is None else min(counts.bound, objective),
+        heuristic_objective=objective if counts is None else counts.heuristic_objective,
         detail=(
             f"balancing counterfeits {balancing.total_counterfeits}; eligibility "
             f"{solution.method} ({solution.status}): {solution.total_counterfeits} counterfeits, "
@@ -383,22 +244,13 @@ def publish_m_invariant(
                       for c in split_certificates)
         ),
     )
-    metadata = {**release.metadata, "certificate": certificate.to_dict(), "wall_time_s": wall}
-    release = dataclasses.replace(release, metadata=metadata)
-    return StepResult(
-        release=release,
-        certificate=certificate,
-        state=next_state,
-        report=report,
-        rows=len(table),
-        new=len(new),
-        deleted=deleted,
-        reinserted=reinserted,
-        deferred=len(deferred_rows),
-        counterfeits=counterfeits,
-        groups=release.group_count(),
-        mean_perimeter=mean_perimeter,
-        wall_time_s=wall,
-        parameters=parameters,
+    return Built(
+        release=release, certificate=certificate, published_rows=published_rows,
+        counterfeits=counterfeits, deferred=len(deferred_rows),
+        mean_perimeter=float(perimeters(schema, boxes, Domain.of(schema, codes)).mean()),
+        row_signatures=[work.signatures[b] for b in item_buckets[real].tolist()],
         grouping=split_certificates[0] if split_certificates else None,
     )
+
+
+MIDDLE = build_m_invariant

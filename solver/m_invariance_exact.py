@@ -88,7 +88,7 @@ def defer_rows(decided: DecidedCounts, table: pd.DataFrame, schema: Schema,
         targets[v] = targets.get(v, 0) + c
     solution = solution_from_targets(
         f"bucket-assignment ({assignment.status})", m, original, targets,
-        status=assignment.status, solve_time_s=assignment.solve_time_s,
+        status=assignment.status, solve_time_s=assignment.wall_time_s,
         bound=assignment.bound,
     )
     if not assignment.deferrals or len(leftover) == 0:

@@ -60,12 +60,12 @@ def _consistent(values: list[str], shown: Counter[str], substitutions: int) -> b
 
 def test_an_extra_in_an_old_cluster_is_disclosed() -> None:
     rng = np.random.default_rng(0)
-    first = publish_eps_inclusive(T1, SCHEMA, 2, 1, rng=rng, num_workers=1)
+    first = publish_eps_inclusive(T1, SCHEMA, 2, 1, rng=rng, workers=1)
     second = publish_eps_inclusive(T2, SCHEMA, 2, 1, previous=first.state, rng=rng,
-                                   num_workers=1, allow_extras=True)
+                                   workers=1, allow_extras=True)
     releases = [first.release, second.release]
     assert check_eps_inclusion_sequence(releases, SACategories.identity(), 2, 1).ok
-    assert second.extras == 1 and second.deferred == 0
+    assert second.extra["extras"] == 1 and second.deferred == 0
     # Dan alone cannot form a new group of 2: Algorithm 1 (line 15) adds him to the old
     # group, whose signature grows from {asthma, flu} to {asthma, flu, hiv}.
     signatures = last_signatures(second.release)
@@ -81,10 +81,10 @@ def test_an_extra_in_an_old_cluster_is_disclosed() -> None:
 
 def test_without_extras_the_row_is_deferred() -> None:
     rng = np.random.default_rng(0)
-    first = publish_eps_inclusive(T1, SCHEMA, 2, 1, rng=rng, num_workers=1)
+    first = publish_eps_inclusive(T1, SCHEMA, 2, 1, rng=rng, workers=1)
     second = publish_eps_inclusive(T2, SCHEMA, 2, 1, previous=first.state, rng=rng,
-                                   num_workers=1, allow_extras=False)
-    assert second.extras == 0 and second.release.deferred == ("Dan",)
+                                   workers=1, allow_extras=False)
+    assert second.extra["extras"] == 0 and second.release.deferred == ("Dan",)
     worlds = _posterior([first.release, second.release])
     assert max(Fraction(c, sum(w.values())) for w in worlds.values() for c in w.values()) \
         == Fraction(1, 2)

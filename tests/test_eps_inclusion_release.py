@@ -37,14 +37,14 @@ T2 = pd.DataFrame(EPS_TABLE_2A, columns=list(EPS_COLUMNS))
 
 def test_paper_series_through_the_pipeline() -> None:
     rng = np.random.default_rng(7)
-    first = publish_eps_inclusive(T1, SCHEMA, 2, 1, rng=rng, num_workers=1)
+    first = publish_eps_inclusive(T1, SCHEMA, 2, 1, rng=rng, workers=1)
     second = publish_eps_inclusive(T2, SCHEMA, 2, 1, previous=first.state, rng=rng,
-                                   num_workers=1)
+                                   workers=1)
     releases = [first.release, second.release]
     assert check_eps_inclusion_sequence(releases, IDENTITY, 2, 1).ok
     # Nobody new has bronchitis: Bob's old group-mate Alice must be replaced by one
     # substitution, and one is enough.
-    assert second.substitutions == 1 == int(second.release.counterfeits[COUNT].sum())
+    assert second.extra["substitutions"] == 1 == int(second.release.counterfeits[COUNT].sum())
     assert second.certificate.status == "OPTIMAL" and second.deferred == 0
     bob_before = last_signatures(first.release)["Bob"][1]
     assert bob_before <= last_signatures(second.release)["Bob"][1]
@@ -59,13 +59,13 @@ def test_parameters_are_checked() -> None:
     with pytest.raises(ParameterError, match="at least 2 rows"):
         publish_eps_inclusive(T1, SCHEMA, 1, 1)
     first = publish_eps_inclusive(T1, SCHEMA, 2, 1, rng=np.random.default_rng(0),
-                                  use_model=False)
+                                  mode="heuristic")
     with pytest.raises(ParameterError, match="differs"):
         publish_eps_inclusive(T2, SCHEMA, 3, 1, previous=first.state)
     with pytest.raises(InputError, match="without a category"):
         publish_eps_inclusive(T1, SCHEMA, 2, 1, SACategories.from_pairs([("flu", "r")]))
     with pytest.raises(InputError, match="nothing to publish"):
-        publish_eps_inclusive(T1.assign(disease="flu"), SCHEMA, 2, 1, use_model=False)
+        publish_eps_inclusive(T1.assign(disease="flu"), SCHEMA, 2, 1, mode="heuristic")
 
 
 # -- brute force against the model ---------------------------------------------------------
@@ -234,13 +234,14 @@ def test_every_produced_sequence_verifies(seed: int, parameters: tuple, use_mode
         try:
             step = publish_eps_inclusive(universe.iloc[sorted(current)], SCHEMA, lam, tau,
                                          categories, previous=state, rng=rng,
-                                         use_model=use_model, time_limit=2, num_workers=1)
+                                         mode="auto" if use_model else "heuristic",
+                                         time_limit=2, workers=1)
         except InputError as error:
             assert "nothing to publish" in str(error)
             break
         state = step.state
         releases.append(step.release)
-        assert step.release.counterfeits[COUNT].sum() == step.substitutions
+        assert step.release.counterfeits[COUNT].sum() == step.extra["substitutions"]
         deleted = {i for i in current if rng.random() < 0.3}
         back = {i for i in seen - current if rng.random() < 0.3}
         fresh = set(rng.choice(np.setdiff1d(np.arange(size), sorted(seen)),
@@ -261,7 +262,7 @@ def test_a_substitution_record_stays_one() -> None:
     state, releases = None, []
     for table in (T1, T2, T2, T2):
         step = publish_eps_inclusive(table, SCHEMA, 2, 1, previous=state, rng=rng,
-                                     num_workers=1)
+                                     workers=1)
         state = step.state
         releases.append(step.release)
     assert check_eps_inclusion_sequence(releases, IDENTITY, 2, 1).ok
@@ -276,8 +277,7 @@ def test_a_substitution_record_stays_one() -> None:
 
 def test_query_estimate_of_a_permuted_release() -> None:
     """The estimate is the expected answer over the random permutation within groups."""
-    step = publish_eps_inclusive(T2, SCHEMA, 2, 1, rng=np.random.default_rng(1),
-                                 num_workers=1)
+    step = publish_eps_inclusive(T2, SCHEMA, 2, 1, rng=np.random.default_rng(1), workers=1)
     published = step.release.published
     table = validate_table(T2, SCHEMA)
     workload = generate_queries(SCHEMA, table, 40, 0.3, seed=2)

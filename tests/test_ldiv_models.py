@@ -105,7 +105,7 @@ def test_tuple_model_hint_and_bound():
                                       hint_removed=pair_count)  # "remove all": feasible
     assert cold.status == hinted.status == "OPTIMAL"
     assert cold.objective == hinted.objective
-    assert cold.best_bound == cold.objective and cold.gap == 0
+    assert cold.bound == cold.objective and cold.gap == 0
     with pytest.raises(InputError):
         solve_tuple_minimization(np.array([0]), np.array([0]), np.array([3]), 2)
     with pytest.raises(ParameterError):

@@ -101,13 +101,13 @@ def test_store_checks_legal_updates_itself(tmp_path: Path) -> None:
     from test_m_distinct_paper import MODEL, SCHEMA, paper_releases
 
     from republish.errors import StoreError
+    from republish.principles.catalog.m_distinct import MDistinctOptions
     from republish.principles.report import VerificationReport
-    from republish.solver.m_distinct import store_options
 
     tables = paper_releases()
     passed = VerificationReport("test")  # the store must not trust it blindly
     with ReleaseStore.init(tmp_path / "s.db", SCHEMA, 2, "m-distinct",
-                           store_options(MODEL)) as store:
+                           MDistinctOptions(2, MODEL).to_dict()) as store:
         store.append_release(tables["table3"], passed)
         with pytest.raises(StoreError, match="legal update instance"):
             store.append_release(tables["table4"], passed)

@@ -117,7 +117,7 @@ def test_counterfeit_release_of_table_v_exposes_nobody(adversary: str) -> None:
 def test_release_step_republishes_the_example_without_exposure() -> None:
     first = publish_m_distinct(T1, SCHEMA, 2, MODEL, rng=np.random.default_rng(3))
     second = publish_m_distinct(T2, SCHEMA, 2, MODEL, first.state, rng=np.random.default_rng(4),
-                                num_workers=1, time_limit=5)
+                                workers=1, time_limit=5)
     sequence = [first.release, second.release]
     assert check_m_distinct_sequence(sequence, 2, MODEL).ok
     audit = sug_attack_groups(sequence, MODEL)

@@ -195,7 +195,7 @@ def test_every_sequence_is_m_distinct_and_resists_the_sug_attack(
     state, releases = None, []
     for table in _series(rng, model, 3):
         result = publish_m_distinct(table, SCHEMA, m, model, state, strict=strict, rng=rng,
-                                    time_limit=2, num_workers=1)
+                                    time_limit=2, workers=1)
         state = result.state
         releases.append(result.release)
     report = check_m_distinct_sequence(releases, m, model, strict=strict)

@@ -93,7 +93,7 @@ def test_random_series_are_m_invariant(seed: int, m: int, methods: list[str]) ->
     for table, method in zip(_series(seed, 5), methods, strict=True):
         try:
             result = publish_m_invariant(table, SCHEMA, m, state, eligibility=method,  # type: ignore[arg-type]
-                                         rng=rng)
+                                         rng=rng, mode="heuristic")
         except InputError as exc:
             # Only a release whose every row is new and deferred may be refused.
             assert "nothing to publish" in str(exc)
@@ -211,7 +211,8 @@ def test_synthetic_series_with_reinsertions() -> None:
     releases = []
     reinserted = 0
     for microdata in series:
-        result = publish_m_invariant(microdata, schema, 10, state, rng=np.random.default_rng(6))
+        result = publish_m_invariant(microdata, schema, 10, state, rng=np.random.default_rng(6),
+                                     mode="heuristic")
         state = result.state
         reinserted += result.reinserted
         releases.append(result.release)

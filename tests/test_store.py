@@ -37,7 +37,7 @@ def hospital_store(tmp_path: Path) -> tuple[ReleaseStore, StepResult]:
     hospital = load_hospital()
     store = ReleaseStore.init(tmp_path / "s.db", hospital.schema, 2)
     first = publish_m_invariant(hospital.t1, hospital.schema, 2, store.state(),
-                                rng=np.random.default_rng(0))
+                                rng=np.random.default_rng(0), mode="heuristic")
     _append(store, first)
     return store, first
 
@@ -46,7 +46,7 @@ def test_round_trip_and_history(hospital_store: tuple[ReleaseStore, StepResult])
     store, first = hospital_store
     hospital = load_hospital()
     second = publish_m_invariant(hospital.t2, hospital.schema, 2, store.state(),
-                                 rng=np.random.default_rng(1))
+                                 rng=np.random.default_rng(1), mode="heuristic")
     _append(store, second)
     reopened = ReleaseStore.open(store.path)
     assert reopened.revision == 2 and reopened.last_release == 2

@@ -19,10 +19,11 @@ from typing import Literal, cast
 
 import numpy as np
 
-from republish.certificate import Certificate, Status
+from republish.certificate import Certificate
 from republish.errors import InputError, ParameterError
 from republish.generalization import Domain
 from republish.models.grouping.mip import Columns, solve_set_partition
+from republish.models.solve import certificate, check_solver_options
 
 __all__ = [
     "GroupFormation",
@@ -41,7 +42,8 @@ Objective = Literal["perimeter", "ncp"]
 @dataclass(frozen=True, eq=False)
 class GroupFormation:
     """``groups[i]``: group (0..group_count-1) of row ``i``; objective, bound and status
-    (``OPTIMAL``, ``FEASIBLE``, ``HEURISTIC``) of the grouping; ``method`` that made it."""
+    (``OPTIMAL``, ``FEASIBLE``, ``HEURISTIC``) of the grouping; ``method`` that made it;
+    wall time; and the certificate of all that."""
 
     groups: np.ndarray
     group_count: int
@@ -49,7 +51,7 @@ class GroupFormation:
     bound: float | None
     status: str
     method: str
-    solve_time_s: float
+    wall_time_s: float
     certificate: Certificate
 
 
@@ -76,12 +78,7 @@ def prepare_points(
             raise InputError(f"is_counterfeit must have one flag per row ({len(points)}).")
     if objective not in ("perimeter", "ncp"):
         raise ParameterError(f"objective must be 'perimeter' or 'ncp', got {objective!r}.")
-    if not (isinstance(time_limit, int | float) and time_limit > 0):
-        raise ParameterError(
-            f"time_limit must be a positive number of seconds, got {time_limit!r}."
-        )
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-        raise ParameterError(f"num_workers must be a positive integer, got {num_workers!r}.")
+    check_solver_options(time_limit, num_workers)
     if domain is not None:
         extent = np.where(domain.high > domain.low, domain.high - domain.low, 1.0)
         points = (points - domain.low) / extent
@@ -164,16 +161,13 @@ def finish_grouping(
     heuristic: float | None = None, detail: str = "",
 ) -> GroupFormation:
     value = grouping_objective(points, fake, groups, objective)
-    if status == "OPTIMAL" and bound is None:
-        bound = value
     elapsed = time.perf_counter() - started
-    bound = None if bound is None else min(bound, value)
+    proof = certificate(step, status, value, bound, heuristic_objective=heuristic,
+                        times={method: elapsed}, detail=detail)
     return GroupFormation(
-        groups=groups, group_count=int(len(np.unique(groups))), objective=value, bound=bound,
-        status=status, method=method, solve_time_s=elapsed,
-        certificate=Certificate(step=step, status=cast(Status, status), objective=value,
-                                bound=bound, heuristic_objective=heuristic,
-                                times={method: elapsed}, detail=detail),
+        groups=groups, group_count=int(len(np.unique(groups))), objective=value,
+        bound=proof.bound, status=status, method=method, wall_time_s=elapsed,
+        certificate=proof,
     )
 
 

@@ -21,53 +21,18 @@ linear relaxation is weak, so it mostly improves the greedy split it is hinted w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from ortools.sat.python import cp_model
 
-__all__ = ["CP_SCALE", "CpSatGrouping", "solve_bucket_grouping"]
+from republish.models.grouping.mip import ExactGrouping
+from republish.models.solve import solve_cp_sat
+
+__all__ = ["CP_SCALE", "solve_bucket_grouping"]
 
 CP_SCALE = 10_000
 Objective = Literal["perimeter", "ncp"]
-_STATUS = {
-    cp_model.OPTIMAL: "OPTIMAL",
-    cp_model.FEASIBLE: "FEASIBLE",
-    cp_model.INFEASIBLE: "INFEASIBLE",
-    cp_model.UNKNOWN: "TIMEOUT",
-}
-
-
-@dataclass(frozen=True)
-class CpSatGrouping:
-    """Labels per row (``None`` without a solution), status, and the objective and bound
-    in CP-SAT units ``Σ_G weight(G)·Σ_j (high - low)`` with codes scaled by ``CP_SCALE``,
-    ``weight`` being ``|G|`` (perimeter) or the group's real rows (NCP)."""
-
-    groups: np.ndarray | None
-    status: str
-    objective: float | None
-    bound: float | None
-
-
-def _solver(time_limit: float, num_workers: int, random_seed: int) -> cp_model.CpSolver:
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.num_workers = num_workers
-    solver.parameters.random_seed = random_seed
-    return solver
-
-
-def _result(
-    solver: cp_model.CpSolver, code: cp_model.CpSolverStatus, groups: np.ndarray | None,
-    factor: int = 1,
-) -> CpSatGrouping:
-    status = _STATUS.get(code, "ERROR")
-    if status not in ("OPTIMAL", "FEASIBLE"):
-        return CpSatGrouping(None, status, None, None)
-    return CpSatGrouping(groups, status, factor * float(solver.objective_value),
-                         factor * float(solver.best_objective_bound))
 
 
 def solve_bucket_grouping(
@@ -80,8 +45,12 @@ def solve_bucket_grouping(
     num_workers: int,
     hint_groups: np.ndarray | None = None,
     random_seed: int = 0,
-) -> CpSatGrouping:
-    """Exact grouping of a balanced bucket: ``value_index`` in ``0..s-1``, ``k`` rows each."""
+) -> ExactGrouping:
+    """Exact grouping of a balanced bucket: ``value_index`` in ``0..s-1``, ``k`` rows each.
+
+    The objective and bound are in CP-SAT units ``Σ_G weight(G)·Σ_j (high - low)`` with
+    codes scaled by ``CP_SCALE``, ``weight`` being ``|G|`` (perimeter) or the group's real
+    rows (NCP)."""
     s = int(value_index.max()) + 1
     d = points.shape[1]
     q = np.rint(np.nan_to_num(points) * CP_SCALE).astype(np.int64)
@@ -149,17 +118,21 @@ def solve_bucket_grouping(
                     rebate.append(z)
             weighted.append((s - int(counterfeit[a])) * span - sum(rebate))
         model.minimize(sum(weighted))
+    hint = None
     if hint_groups is not None:
         relabel = {int(hint_groups[a]): g for g, a in enumerate(anchor_rows.tolist())}
-        for (i, g), var in y.items():
-            model.add_hint(var, relabel.get(int(hint_groups[i]), -1) == g)
-    solver = _solver(time_limit, num_workers, random_seed)
-    code = solver.solve(model)
-    groups = None
-    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        groups = np.empty(len(value_index), dtype=np.int64)
-        groups[anchor_rows] = np.arange(k)
-        for (i, g), var in y.items():
-            if solver.boolean_value(var):
-                groups[i] = g
-    return _result(solver, code, groups, s if unweighted else 1)
+        hint = [(var, int(relabel.get(int(hint_groups[i]), -1) == g))
+                for (i, g), var in y.items()]
+    solved = solve_cp_sat(model, time_limit=time_limit, workers=num_workers, seed=random_seed,
+                          hint=hint)
+    if not solved.found or solved.objective is None:
+        return ExactGrouping(None, solved.status, None, None, solved.wall_time_s)
+    groups = np.empty(len(value_index), dtype=np.int64)
+    groups[anchor_rows] = np.arange(k)
+    for (i, g), var in y.items():
+        if solved.bool_value(var):
+            groups[i] = g
+    factor = s if unweighted else 1
+    bound = None if solved.bound is None else factor * solved.bound
+    return ExactGrouping(groups, solved.status, factor * solved.objective, bound,
+                         solved.wall_time_s)

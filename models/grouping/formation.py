@@ -191,9 +191,9 @@ def _form_larger(
     elif len(value_index) <= cpsat_rows:
         found = solve_bucket_grouping(points, value_index, fake, k, objective, remaining,
                                       num_workers, hint, random_seed)
-        if found.groups is not None and found.bound is not None:
+        if found.groups is not None:
             unit, slack = _cpsat_unit(objective, fake, points.shape[1])
-            bound = max(0.0, (found.bound - slack) * unit)
+            bound = max(0.0, ((found.bound or 0.0) - slack) * unit)
             return better_grouping(step, points, fake, found.groups, found.status, "cp-sat",
                                    bound, hint, hint_value, objective, started)
     if hint is not None:

@@ -34,11 +34,14 @@ from typing import Any
 import numpy as np
 from ortools.linear_solver.python import model_builder
 
+from republish.certificate import Certificate, SolveStatus
+from republish.models.solve import certificate, solve_mip
+
 __all__ = [
     "MIP_SECONDS_PER_COLUMN",
     "PRUNE_COLUMNS",
     "Columns",
-    "MipGrouping",
+    "ExactGrouping",
     "bucket_columns",
     "partition_columns",
     "solve_set_partition",
@@ -60,13 +63,21 @@ class Columns:
 
 
 @dataclass(frozen=True)
-class MipGrouping:
-    """Group label per row (``None`` without a solution), status, objective and bound."""
+class ExactGrouping:
+    """What a grouping model answers (the set-partitioning MIP here, the CP-SAT model of
+    :mod:`republish.models.grouping.cpsat`): a group label per row (``None`` without a
+    solution), the solve's status, and objective and bound in the model's units."""
 
     groups: np.ndarray | None
-    status: str
+    status: SolveStatus
     objective: float | None
     bound: float | None
+    wall_time_s: float = 0.0
+
+    @property
+    def certificate(self) -> Certificate:
+        return certificate("grouping-model", self.status, self.objective, self.bound,
+                           times={"model": self.wall_time_s})
 
 
 def _costs(points: np.ndarray, fake: np.ndarray, members: np.ndarray, starts: np.ndarray,
@@ -137,13 +148,6 @@ def partition_columns(points: np.ndarray, value_index: np.ndarray, fake: np.ndar
     return Columns(members, starts, _costs(points, fake, members, starts, objective))
 
 
-_STATUS = {
-    model_builder.SolveStatus.OPTIMAL: "OPTIMAL",
-    model_builder.SolveStatus.FEASIBLE: "FEASIBLE",
-    model_builder.SolveStatus.INFEASIBLE: "INFEASIBLE",
-}
-
-
 #: Seconds per column to enumerate, build and solve (price-and-fix) a bucket's MIP,
 #: measured: 5.2 s for the 248,832 columns of a 60-row bucket of signature size 5.
 MIP_SECONDS_PER_COLUMN = 2.1e-5
@@ -185,26 +189,20 @@ def _subset(columns: Columns, keep: np.ndarray) -> Columns:
 
 
 def _scip(columns: Columns, n: int, time_limit: float, hint: list[int] | None
-          ) -> tuple[str, list[int] | None, float | None, float | None]:
+          ) -> tuple[SolveStatus, list[int] | None, float | None, float | None]:
     """SCIP on ``columns``: status, chosen columns, objective and bound."""
     model, x = _partition_model(columns, n)
-    for column in hint or []:
-        model.add_hint(x[column], 1.0)
-    solver = model_builder.Solver("scip")
-    if not solver.solver_is_supported():
-        return "ERROR", None, None, None
-    solver.set_time_limit_in_seconds(max(float(time_limit), 0.01))
-    solver.set_solver_specific_parameters("limits/gap = 0\nlimits/absgap = 1e-9\n")
-    status = _STATUS.get(solver.solve(model), "TIMEOUT")
-    if status not in ("OPTIMAL", "FEASIBLE"):
-        return status, None, None, None
-    chosen = np.flatnonzero(np.asarray([solver.value(v) for v in x]) > 0.5).tolist()
-    return (status, chosen, float(solver.objective_value),
-            float(solver.best_objective_bound))
+    solved = solve_mip(model, time_limit=max(float(time_limit), 0.01), solver="scip",
+                       parameters="limits/gap = 0\nlimits/absgap = 1e-9\n",
+                       hint=[(x[column], 1.0) for column in hint or []])
+    if not solved.found:
+        return solved.status, None, None, None
+    chosen = np.flatnonzero(solved.values(x) > 0.5).tolist()
+    return solved.status, chosen, solved.objective, solved.bound
 
 
 def _price_and_fix(columns: Columns, n: int, time_limit: float, hint: list[int] | None
-                   ) -> tuple[str, list[int] | None, float | None, float | None] | None:
+                   ) -> tuple[SolveStatus, list[int] | None, float | None, float | None] | None:
     """Many columns: the linear relaxation over all of them (value ``z``, reduced costs
     ``rc``), a restricted MIP over the columns of smallest ``rc`` for an incumbent of cost
     ``UB``, then reduced-cost fixing -- a column with ``rc > UB - z`` is in no solution
@@ -212,12 +210,11 @@ def _price_and_fix(columns: Columns, n: int, time_limit: float, hint: list[int] 
     those of the full problem. None when the relaxation does not finish."""
     started = time.perf_counter()
     model, x = _partition_model(columns, n)
-    relaxation = model_builder.Solver("glop")
-    relaxation.set_time_limit_in_seconds(max(float(time_limit) / 2, 0.01))
-    if _STATUS.get(relaxation.solve(model)) != "OPTIMAL":
+    relaxation = solve_mip(model, time_limit=max(float(time_limit) / 2, 0.01), solver="glop")
+    if relaxation.status != "OPTIMAL" or relaxation.objective is None:
         return None
-    relaxed = float(relaxation.objective_value)
-    reduced = np.asarray(relaxation.reduced_costs(x), dtype=np.float64)
+    relaxed = relaxation.objective
+    reduced = relaxation.reduced_costs(x)
     tolerance = 1e-7 * max(1.0, abs(relaxed))
     pool = np.argsort(reduced, kind="stable")[: RESTRICTED_PER_ROW * n]
     pool = np.union1d(pool, np.asarray(hint or [], dtype=np.int64))
@@ -250,7 +247,7 @@ def _positions(kept: np.ndarray, columns: list[int] | None) -> list[int] | None:
 
 
 def solve_set_partition(columns: Columns, n: int, time_limit: float,
-                        hint_groups: np.ndarray | None = None) -> MipGrouping:
+                        hint_groups: np.ndarray | None = None) -> ExactGrouping:
     """Cover rows ``0..n-1`` exactly once at least cost (SCIP, relative gap 0); above
     :data:`PRUNE_COLUMNS` columns by price-and-fix (:func:`_price_and_fix`)."""
     started = time.perf_counter()
@@ -261,11 +258,12 @@ def solve_set_partition(columns: Columns, n: int, time_limit: float,
     if found is None:
         found = _scip(columns, n, time_limit - (time.perf_counter() - started), hint)
     status, chosen, value, bound = found
+    wall = time.perf_counter() - started
     if chosen is None or value is None:
-        return MipGrouping(None, status, None, None)
+        return ExactGrouping(None, status, None, None, wall)
     groups = np.full(n, -1, dtype=np.int64)
     for label, c in enumerate(chosen):
         groups[columns.members[columns.starts[c]:columns.starts[c + 1]]] = label
     if (groups < 0).any():
-        return MipGrouping(None, "ERROR", None, None)
-    return MipGrouping(groups, status, value, bound)
+        return ExactGrouping(None, "ERROR", None, None, wall)
+    return ExactGrouping(groups, status, value, bound, wall)

@@ -34,6 +34,7 @@ from republish.solver.certificate import Certificate, Status, combine
 if TYPE_CHECKING:
     from republish.batch.manifest import BatchInstance
     from republish.schema import Schema
+    from republish.solver.options import Mode
 
 SERIES_METHODS = ("heuristic", "auto", "exact")
 ELIGIBILITY_RULES = ("counterfeit", "delete", "hybrid")
@@ -81,8 +82,7 @@ def _publish_series(instance: BatchInstance, series: list[pd.DataFrame], schema:
     rng = np.random.default_rng(instance.seed)
     per_release = instance.time_limit / max(1, len(series))
     extra = _supported(publish_m_invariant, {
-        "mode": mode, "time_limit": per_release,
-        "eligibility_time_limit": per_release, "workers": instance.num_workers,
+        "mode": mode, "time_limit": per_release, "workers": instance.num_workers,
     })
     state = None
     steps = []
@@ -219,7 +219,7 @@ def run_group_formation(instance: BatchInstance, report: Reporter) -> Outcome:
     objective, method = params["objective"], params["method"]
     signature = sorted(set(values.tolist()))
 
-    def solve(mode: str) -> Outcome:
+    def solve(mode: Mode) -> Outcome:
         formed = group_step(points, values, fake, objective=objective, mode=mode,
                             time_limit=instance.time_limit, workers=instance.num_workers)
         count = len(np.unique(formed.groups))
@@ -236,7 +236,7 @@ def run_group_formation(instance: BatchInstance, report: Reporter) -> Outcome:
 
     if method != "heuristic":
         report(solve("heuristic"))
-    return solve(method)
+    return solve(cast("Mode", method))
 
 
 GROUP_FORMATION = Problem(

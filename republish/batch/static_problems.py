@@ -95,7 +95,7 @@ ELIGIBILITY_METHODS = {
 }
 _ELIGIBILITY_STATUS: dict[str, Status] = {
     "OPTIMAL": "OPTIMAL", "FEASIBLE": "FEASIBLE", "HEURISTIC": "HEURISTIC",
-    "INFEASIBLE": "INFEASIBLE", "UNKNOWN": "TIMEOUT",
+    "INFEASIBLE": "INFEASIBLE", "UNKNOWN": "TIMEOUT", "TIMEOUT": "TIMEOUT",
 }
 
 
@@ -254,8 +254,8 @@ def run_ldiv(instance: BatchInstance, report: Reporter) -> Outcome:
     params = instance.parameters
     table, schema = load_input(instance)
     method, l_value = params["method"], params["l"]
-    options = {"time_limit": instance.time_limit, "num_workers": instance.num_workers,
-               "seed": instance.seed}
+    options: dict[str, Any] = {"time_limit": instance.time_limit,
+                               "num_workers": instance.num_workers, "seed": instance.seed}
     heuristic = None
     if method in ("exact", "exact-stars", "auto"):
         quick = solve_l_diversity(table, schema, l_value, "tp", **options)

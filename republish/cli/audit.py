@@ -20,6 +20,7 @@ from republish.audit import AuditReport, audit_releases, read_knowledge
 from republish.audit.exact_risk import PRINCIPLES
 from republish.cli.app import app, console, error_console, fail, print_json
 from republish.errors import InputError, ParameterError, RepublishError
+from republish.principles.catalog import principle as lookup_principle
 from republish.release import read_published
 from republish.schema import load_schema
 
@@ -222,10 +223,17 @@ def audit(
                 raise ParameterError(
                     "--store audits the stored history; drop --release/--knowledge/--counterfeits."
                 )
-            from republish.audit.sug_report import audit_store_sug, store_principle
+            from republish.audit.sug_report import (
+                SugAuditReport,
+                audit_store_sug,
+                store_principle,
+            )
 
-            report = (audit_store_sug(store) if store_principle(store) == "m-distinct"
-                      else _from_store(store, exact, principle, max_individuals))
+            Audit = Callable[[], AuditReport | SugAuditReport]
+            audits: dict[str, Audit] = {"sug": lambda: audit_store_sug(store),
+                      "intersection": lambda: _from_store(store, exact, principle,
+                                                          max_individuals)}
+            report = audits[lookup_principle(store_principle(store)).audit]()
         else:
             report = _from_files(
                 list(release or []), knowledge, schema, list(counterfeits or []), exact,
@@ -238,7 +246,7 @@ def audit(
         print_json(report.to_dict())
     elif isinstance(report, AuditReport):
         _print(report)
-    else:  # the SUG attack on an m-distinct store
+    else:  # the SUG attack (a store whose principle lets values change)
         for line in report.lines():
             console.print(line, markup=False, soft_wrap=True)
     if report.found:

@@ -15,16 +15,15 @@ import typer
 
 from republish.cli.app import app, console, print_json
 from republish.errors import InputError, ParameterError
-from republish.heuristics.eligibility import random_counterfeits
+from republish.parameters import validate_m
 from republish.problems.eligibility import (
     EligibilitySolution,
     present_values,
     too_few_values_message,
     validate_counts,
-    validate_m,
 )
 from republish.schema import load_schema
-from republish.solver.eligibility import METHODS, sensitive_counts, solve_counts
+from republish.solver.eligibility import METHODS, random_baseline, sensitive_counts, solve_counts
 from republish.tables import load_table
 
 _ALL = "all"
@@ -136,7 +135,7 @@ def eligibility(
     solutions: list[EligibilitySolution] = []
     for name in methods:
         if name == _RANDOM:
-            solutions.append(random_counterfeits(
+            solutions.append(random_baseline(
                 counts, m, seed, allow_new_values=allow_new_values,
                 counterfeit_cost=counterfeit_cost,
             ))

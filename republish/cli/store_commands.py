@@ -33,19 +33,15 @@ from rich import box
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from republish.categories import SACategories
 from republish.cli.app import app, console, error_console, print_json
-from republish.errors import InputError, ParameterError
+from republish.cli.init_options import BUILDERS, InitFlags
+from republish.errors import InputError
 from republish.identifiers import validate_identifier_kind
-from republish.principles import check_m_invariance_sequence, verify_release
+from republish.principles.catalog import principle_names
 from republish.release import Release, write_release
 from republish.schema import load_schema
-from republish.solver.eps_inclusion import (
-    publish_with_options,
-    store_options,
-    verify_eps_sequence,
-)
-from republish.solver.m_invariance import publish_m_invariant
+from republish.solver.options import SolveOptions
+from republish.solver.publish import publish
 from republish.state import LAST_RELEASE, SIGNATURE, PublisherState
 from republish.store import HISTORY_FIELDS, ReleaseStore
 from republish.tables import load_table
@@ -57,10 +53,9 @@ class Eligibility(StrEnum):
     hybrid = "hybrid"
 
 
-class Principle(StrEnum):
-    m_invariance = "m-invariance"
-    eps_inclusion = "eps-inclusion"
-    m_distinct = "m-distinct"
+#: The principles of the registry, as command-line choices.
+Principle = StrEnum(  # type: ignore[misc]
+    "Principle", {name.replace("-", "_"): name for name in principle_names()})
 
 
 class IdKind(StrEnum):
@@ -99,7 +94,7 @@ def init(
     principle: Annotated[
         Principle, typer.Option("--principle", help="m-invariance, eps-inclusion or "
                                 "m-distinct.")
-    ] = Principle.m_invariance,
+    ] = Principle.m_invariance,  # type: ignore[attr-defined]
     lam: Annotated[
         int | None, typer.Option("--lambda", help="eps-inclusion: categories per group (λ).")
     ] = None,
@@ -140,38 +135,14 @@ def init(
 ) -> None:
     """Create an empty release store for one dataset."""
     kind = None if id_kind is None else validate_identifier_kind(id_kind.value)
-    if principle is Principle.m_distinct or transitions is not None or strict:
-        from republish.cli.m_distinct_init import init_m_distinct
-
-        init_m_distinct(store, schema, m, principle.value, transitions, strict, kind)
-        return
-    if principle is Principle.m_invariance:
-        if m is None:
-            raise ParameterError("--m is required for m-invariance (e.g. --m 10).")
-        if lam is not None or categories is not None or category_level is not None:
-            raise ParameterError("--lambda, --tau and --categories need --principle "
-                                 "eps-inclusion.")
-        ReleaseStore.init(store, load_schema(schema), m, identifier_kind=kind).close()
-        console.print(f"created {store} (m = {m}, principle m-invariance)")
-        return
-    if lam is None:
-        raise ParameterError("--principle eps-inclusion needs --lambda (categories per group).")
-    if category_level is not None and categories is None:
-        raise ParameterError("--category-level needs --categories (an ARX hierarchy file).")
-    mapping = SACategories.identity()
-    if categories is not None:
-        mapping = (SACategories.from_csv(categories) if category_level is None
-                   else SACategories.from_hierarchy(categories, category_level))
-    options = store_options(lam, tau, mapping, allow_extras=extras)
-    epsilon = lam * tau
-    if m is not None and m != epsilon:
-        raise ParameterError(f"--m {m} differs from ε = λ·τ = {epsilon}; drop --m.")
-    if epsilon < 2:
-        raise ParameterError(f"ε = λ·τ = {epsilon}: every group needs at least 2 rows.")
-    ReleaseStore.init(store, load_schema(schema), epsilon, principle.value, options,
+    flags = InitFlags(m=m, lam=lam, tau=tau, categories=categories,
+                      category_level=category_level, extras=extras, transitions=transitions,
+                      strict=strict)
+    options, description = BUILDERS[principle.value](flags)
+    stored = {k: v for k, v in options.to_dict().items() if k != "m"}
+    ReleaseStore.init(store, load_schema(schema), options.m, principle.value, stored,
                       identifier_kind=kind).close()
-    console.print(f"created {store} (ε = λ·τ = {lam}·{tau} = {epsilon}, principle "
-                  f"eps-inclusion, categories {mapping.source})")
+    console.print(f"created {store} ({description})")
 
 
 @app.command("release")
@@ -220,8 +191,7 @@ def release(
         if schema is not None:
             opened.check_schema(load_schema(schema))
         number = opened.last_release + 1
-        eps = opened.principle == Principle.eps_inclusion.value
-        kinds = ("release", "substitutions" if eps else "counterfeits")
+        kinds = ("release", opened.definition.counts_file)
         targets = [output / f"{kind}-{number}.{fmt.value}" for kind in kinds]
         existing = [str(t) for t in targets if t.exists()]
         if existing:
@@ -233,6 +203,7 @@ def release(
         except InputError as exc:
             raise InputError(f"{data} does not match the store's schema: {exc}") from exc
         rng = np.random.default_rng(seed)
+        solve = SolveOptions(solver.value, time_limit)
         with _progress() as progress:
             task = progress.add_task("loading the store", total=None)
             state = opened.state()
@@ -240,33 +211,16 @@ def release(
             def report(phase: str) -> None:
                 progress.update(task, description=f"release {number}: {phase}")
 
-            result: Any
-            if opened.principle == Principle.m_distinct.value:
-                from republish.solver.m_distinct import publish_with_options as distinct
-
-                result = distinct(table, opened.schema, opened.m, opened.options, state,
-                                  eligibility=eligibility.value, rng=rng, number=number,
-                                  validated=True, progress=report,
-                                  new_population=new_population)
-            elif eps:
-                result = publish_with_options(table, opened.schema, opened.options, state,
-                                              rng=rng, number=number, validated=True,
-                                              progress=report, new_population=new_population)
-            else:
-                result = publish_m_invariant(
-                    table, opened.schema, opened.m, state, eligibility=eligibility.value,
-                    rng=rng, number=number, validated=True, progress=report,
-                    mode=solver.value, time_limit=time_limit, new_population=new_population,
-                )
+            result = publish(table, opened.schema, opened.principle, opened.principle_options,
+                             state, solve=solve, eligibility=eligibility.value, rng=rng,
+                             number=number, validated=True, progress=report,
+                             new_population=new_population)
             progress.update(task, description="writing")
             output.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=f".release-{number}-", dir=output))
             try:
                 written = write_release(result.release, staging, fmt.value)
-                opened.append_release(
-                    result.release, result.report, result.summary(),
-                    result.certificate.to_dict(),
-                )
+                opened.append_step(result)
                 for path, target in zip(written, targets, strict=True):
                     os.replace(path, target)
             finally:
@@ -278,7 +232,7 @@ def release(
     console.print(
         f"release {number}: {summary['rows']} rows ({summary['new']} new, "
         f"{summary['reinserted']} re-inserted, {summary['deleted']} deleted), "
-        + (f"{summary['substitutions']} substitutions, " if eps else
+        + (f"{summary['substitutions']} substitutions, " if "substitutions" in summary else
            f"{summary['counterfeits']} counterfeits, ")
         + f"{summary['deferred']} deferred, "
         f"{summary['groups']} groups, {summary['wall_time_s']:.2f} s"
@@ -327,24 +281,12 @@ def verify(
         task = progress.add_task("checksums", total=len(numbers) + 2)
         problems.extend(opened.checksum_problems())
         releases: list[Release] = []
-        eps = opened.principle == Principle.eps_inclusion.value
-        distinct = opened.principle == Principle.m_distinct.value
         for number in numbers:
             progress.update(task, advance=1, description=f"release {number}")
-            current = opened.release(number)
-            if not eps and not distinct:  # both check each release within the sequence
-                report = verify_release(current, opened.m, releases[-1] if releases else None)
-                problems.extend(f"release {number}: {v.reason}" for v in report.violations)
-            releases.append(current)
+            releases.append(opened.release(number))
         progress.update(task, advance=1, description="the whole sequence")
         if releases:
-            if distinct:
-                from republish.principles.m_distinct import verify_m_distinct_store
-
-                sequence = verify_m_distinct_store(releases, opened.m, opened.options)
-            else:
-                sequence = (verify_eps_sequence(releases, opened.options) if eps else
-                            check_m_invariance_sequence(releases, opened.m, across_gaps=True))
+            sequence = opened.definition.check_sequence(releases, opened.principle_options)
             problems.extend(v.reason for v in sequence.violations)
             progress.update(task, advance=1, description="private state")
             problems.extend(

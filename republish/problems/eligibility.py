@@ -132,15 +132,6 @@ def is_m_eligible(counts: Mapping[str, int], m: int) -> bool:
     return all(m * count <= total for count in counts.values())
 
 
-def validate_m(m: object) -> int:
-    """``m`` must be an integer of at least 2."""
-    if isinstance(m, bool) or not isinstance(m, numbers.Integral):
-        raise ParameterError(f"m must be an integer of at least 2, got {m!r}.")
-    if int(m) < 2:
-        raise ParameterError(
-            f"m must be at least 2 (every group needs m distinct sensitive values), got {m}."
-        )
-    return int(m)
 
 
 def validate_counts(counts: Mapping[Any, object]) -> dict[str, int]:

@@ -1,0 +1,85 @@
+"""How a release step may solve: one :class:`SolveOptions`, validated once at the entry.
+
+``mode`` is ``heuristic`` (the papers' algorithms only: no model runs at all), ``auto``
+(exact models hinted with the algorithms, below measured size limits; the default of the
+library and the CLI alike) or ``exact`` (exact models at any size, up to memory limits).
+``time_limit`` is one budget in seconds for every model of the step, counted from the
+step's start: :meth:`SolveOptions.deadline` fixes its end, and every model asks the
+:class:`Deadline` for the time left instead of receiving a limit of its own.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Literal, cast
+
+from republish.errors import ParameterError
+
+__all__ = ["MODES", "Deadline", "Mode", "SolveOptions"]
+
+Mode = Literal["auto", "exact", "heuristic"]
+MODES: tuple[Mode, ...] = ("auto", "exact", "heuristic")
+#: More than a week for one release step is a typo.
+MAX_TIME_LIMIT = 7 * 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """The end of a step's budget, on ``time.perf_counter``'s clock."""
+
+    end: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.perf_counter() + seconds)
+
+    def left(self, share: float = 1.0) -> float:
+        """``share`` of the seconds left (0 once passed)."""
+        return max(share * (self.end - time.perf_counter()), 0.0)
+
+    @property
+    def passed(self) -> bool:
+        return time.perf_counter() >= self.end
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """``mode``, ``time_limit`` (seconds, one budget per step), ``workers`` (CP-SAT / MIP
+    threads) and ``seed`` (the models' random seed; ``None``: drawn from the step's rng)."""
+
+    mode: Mode = "auto"
+    time_limit: float = 10.0
+    workers: int = 1
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ParameterError(
+                f"mode (--solver) must be 'auto', 'exact' or 'heuristic', got {self.mode!r}.")
+        limit = self.time_limit
+        if (isinstance(limit, bool) or not isinstance(limit, int | float)
+                or not math.isfinite(limit) or not 0 < limit <= MAX_TIME_LIMIT):
+            raise ParameterError(
+                f"time_limit (--time-limit) must be a positive number of seconds up to "
+                f"{MAX_TIME_LIMIT:.0f}, got {limit!r}.")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) \
+                or not 1 <= self.workers <= 1024:
+            raise ParameterError(
+                f"workers must be a positive integer (at most 1024), got {self.workers!r}.")
+        if self.seed is not None and (isinstance(self.seed, bool)
+                                      or not isinstance(self.seed, int)
+                                      or not 0 <= self.seed < 2**31):
+            raise ParameterError(f"seed must be an integer in [0, 2^31), got {self.seed!r}.")
+        object.__setattr__(self, "mode", cast(Mode, self.mode))
+        object.__setattr__(self, "time_limit", float(limit))
+
+    @property
+    def uses_models(self) -> bool:
+        """False in ``heuristic`` mode: no model runs at all."""
+        return self.mode != "heuristic"
+
+    def deadline(self) -> Deadline:
+        """The end of this step's budget, from now."""
+        return Deadline.after(self.time_limit)
