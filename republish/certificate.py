@@ -37,6 +37,10 @@ class Certificate:
     heuristic_objective: float | None = None
     times: dict[str, float] = field(default_factory=dict)
     detail: str = ""
+    #: What ``objective`` measures (e.g. ``counterfeits + 1·deferrals``).
+    objective_name: str = ""
+    #: The stages of a lexicographic objective (:func:`lexicographic`), first stage first.
+    stages: tuple[Certificate, ...] = ()
 
     @property
     def gap(self) -> float | None:
@@ -57,12 +61,41 @@ class Certificate:
         data = asdict(self)
         data["gap"] = self.gap
         data["wall_time_s"] = self.wall_time_s
+        data["stages"] = [stage.to_dict() for stage in self.stages]
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Certificate:
-        fields = {k: v for k, v in data.items() if k not in ("gap", "wall_time_s")}
-        return cls(**fields)
+        fields = {k: v for k, v in data.items() if k not in ("gap", "wall_time_s", "stages")}
+        stages = tuple(cls.from_dict(stage) for stage in data.get("stages") or ())
+        return cls(**fields, stages=stages)
+
+
+def lexicographic(step: str, first: Certificate, second: Certificate) -> Certificate:
+    """The certificate of a lexicographic objective: ``first`` (e.g. counterfeits +
+    deferrals), then ``second`` (e.g. the generalization cost given the first's value).
+
+    The status is ``OPTIMAL`` only when both stages are proven optimal; ``FEASIBLE`` when
+    the first is proven or bounded and the second has a valid bound; ``HEURISTIC``
+    otherwise. The top-level objective, bound and gap are the first stage's (the
+    history's ``objective`` column); both stages are in :attr:`Certificate.stages`.
+    """
+    if first.status == "OPTIMAL" and second.status == "OPTIMAL":
+        status: Status = "OPTIMAL"
+    elif first.bound is not None and second.bound is not None:
+        status = "FEASIBLE"
+    else:
+        status = "HEURISTIC"
+    times: dict[str, float] = {}
+    for stage in (first, second):
+        times.update(stage.times)
+    return Certificate(
+        step=step, status=status, objective=first.objective, bound=first.bound,
+        heuristic_objective=first.heuristic_objective, times=times,
+        detail="; ".join(d for d in (first.detail, second.detail) if d),
+        objective_name=f"{first.objective_name}, then {second.objective_name}",
+        stages=(first, second),
+    )
 
 
 def combine(step: str, parts: list[Certificate]) -> Certificate:

@@ -27,17 +27,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from republish.certificate import Certificate, Status
 from republish.errors import ParameterError
 from republish.generalization import Domain, group_boxes, perimeters
 from republish.heuristics.assign import assign_new_rows
 from republish.heuristics.balancing import balance_buckets
 from republish.heuristics.division import divide_by_signature
+from republish.objectives import ReleaseCost
 from republish.parameters import Eligibility
 from republish.principles.catalog.m_invariance import MInvarianceOptions
 from republish.problems.eligibility import EligibilitySolution, solution_from_targets
 from republish.release import build_release
 from republish.schema import Schema
-from republish.solver.certificate import Certificate
 from republish.solver.eligibility import make_eligible
 from republish.solver.m_invariance_exact import decide_counts, defer_rows, exact_splitter
 from republish.solver.m_invariance_rows import (
@@ -46,6 +47,14 @@ from republish.solver.m_invariance_rows import (
     place_assignment,
     place_balancing,
     place_old_rows,
+)
+from republish.solver.m_invariance_whole import (
+    AUTO_WHOLE_ROWS,
+    Grouping,
+    bound_only,
+    release_certificate,
+    solve_whole,
+    whole_problem,
 )
 from republish.solver.options import Mode, SolveOptions
 from republish.solver.phase_timer import Progress
@@ -211,46 +220,91 @@ def build_m_invariant(context: StepContext) -> Built:
         work, normalized, splitter
     )
 
-    timer.phase("build")
+    timer.phase("objective")
     real = item_rows >= 0
-    published_rows = item_rows[real]
-    groups = item_groups[real]
-    counterfeit_values: dict[int, list[str]] = {}
-    for group, value in zip(item_groups[~real].tolist(), item_values[~real].tolist(),
-                            strict=True):
-        counterfeit_values.setdefault(group, []).append(domain[value])
+    labels, item_labels = np.unique(item_groups, return_inverse=True)
+    slots = np.bincount(item_labels, minlength=len(labels))
+    cost = ReleaseCost.of(schema, codes)
+    pipeline_a = float(int((~real).sum()) + len(deferred_rows))
+    pipeline_b = cost.total_labelled(item_rows[real], item_labels[real], slots)
+    counts = None if decided is None else decided.certificate
+    detail = (
+        f"balancing counterfeits {balancing.total_counterfeits}; eligibility "
+        f"{solution.method} ({solution.status}): {solution.total_counterfeits} counterfeits, "
+        f"{solution.total_deletions} deferrals; split levels {levels}"
+        + "".join(f"; grouping {c.status}: objective {c.objective:.6g}, bound "
+                  f"{c.bound if c.bound is None else round(c.bound, 6)}"
+                  for c in split_certificates)
+    )
+    bucket = np.full(len(table), -1, dtype=np.int64)
+    bucket[old] = division.bucket_of_row
+    code_of = {v: i for i, v in enumerate(domain)}
+    problem = whole_problem(cost, codes_sa, bucket,
+                            [frozenset(code_of[v] for v in sig) for sig in work.signatures],
+                            m, len(domain), eligibility) if solve.uses_models else None
+    whole = None
+    status_a: Status = "HEURISTIC" if counts is None else counts.status
+    bound_a = None if counts is None else counts.bound
+    status_b: Status = "HEURISTIC"
+    bound_b: float | None = None
+    if problem is not None and (solve.mode == "exact" or len(table) <= AUTO_WHOLE_ROWS):
+        timer.phase("whole release")
+        hint = Grouping(
+            groups=tuple(item_rows[real & (item_labels == g)] for g in range(len(labels))),
+            signatures=(), counterfeits=(), deferred=deferred_rows,
+            objective_a=pipeline_a, objective_b=pipeline_b)
+        whole = solve_whole(problem, cost, hint, solve, context.deadline, context.model_seed())
+        if whole is not None:
+            answer = whole[1]
+            status_a, bound_a = answer.status_a, answer.bound_a  # type: ignore[assignment]
+            status_b, bound_b = answer.status_b, answer.bound_b  # type: ignore[assignment]
+            detail = f"whole-release model ({answer.columns} columns): {answer.detail}; " \
+                     f"warm start: {detail}"
+    elif problem is not None:
+        timer.phase("bound")
+        bounds = bound_only(problem, cost, solve, context.deadline, context.model_seed(),
+                            pipeline_a)
+        if bounds is not None:
+            bound_a = bounds[0] if bound_a is None else max(bound_a, bounds[0])
+            bound_b = bounds[2]
+            status_b = "FEASIBLE"
+
+    timer.phase("build")
+    if whole is not None:
+        chosen = whole[0]
+        published_rows = np.concatenate([np.zeros(0, dtype=np.int64), *chosen.groups])
+        groups = np.repeat(np.arange(len(chosen.groups)), [len(g) for g in chosen.groups])
+        counterfeit_values = {g: [domain[v] for v in values]
+                              for g, values in enumerate(chosen.counterfeits) if values}
+        deferred_rows = np.sort(chosen.deferred)
+        signature_of = [frozenset(domain[v] for v in sig) for sig in chosen.signatures]
+        row_signatures = [signature_of[g] for g in groups.tolist()]
+        objective_a, objective_b = chosen.objective_a, chosen.objective_b
+    else:
+        published_rows, groups = item_rows[real], item_groups[real]
+        counterfeit_values = {}
+        for group, value in zip(item_groups[~real].tolist(), item_values[~real].tolist(),
+                                strict=True):
+            counterfeit_values.setdefault(group, []).append(domain[value])
+        row_signatures = [work.signatures[b] for b in item_buckets[real].tolist()]
+        objective_a, objective_b = pipeline_a, pipeline_b
     release = build_release(
         context.number, table.iloc[published_rows].reset_index(drop=True), groups, schema,
         counterfeit_values=counterfeit_values,
         deferred=context.ids[deferred_rows].tolist(), rng=rng, model="interval",
         metadata={"parameters": {"m": m, "eligibility": eligibility, "principle": PRINCIPLE}},
     )
+    certificate = release_certificate(
+        PRINCIPLE, cost, 1.0, objective_a, objective_b, status_a=status_a, bound_a=bound_a,
+        status_b=status_b, bound_b=bound_b, heuristic=(pipeline_a, pipeline_b), detail=detail)
     boxes = group_boxes(codes[published_rows], groups)
-    counterfeits = release.counterfeit_total()
-    objective = float(counterfeits + len(deferred_rows))
-    counts = None if decided is None else decided.certificate
-    certificate = Certificate(
-        step=PRINCIPLE,
-        status="HEURISTIC" if counts is None else counts.status,
-        objective=objective,
-        bound=None if counts is None or counts.bound is None else min(counts.bound, objective),
-        heuristic_objective=objective if counts is None else counts.heuristic_objective,
-        detail=(
-            f"balancing counterfeits {balancing.total_counterfeits}; eligibility "
-            f"{solution.method} ({solution.status}): {solution.total_counterfeits} counterfeits, "
-            f"{solution.total_deletions} deferrals; split levels {levels}"
-            + "".join(f"; grouping {c.status}: objective {c.objective:.6g}, bound "
-                      f"{c.bound if c.bound is None else round(c.bound, 6)}"
-                      for c in split_certificates)
-        ),
-    )
     return Built(
         release=release, certificate=certificate, published_rows=published_rows,
-        counterfeits=counterfeits, deferred=len(deferred_rows),
+        counterfeits=release.counterfeit_total(), deferred=len(deferred_rows),
         mean_perimeter=float(perimeters(schema, boxes, Domain.of(schema, codes)).mean()),
-        row_signatures=[work.signatures[b] for b in item_buckets[real].tolist()],
+        row_signatures=row_signatures,
         grouping=split_certificates[0] if split_certificates else None,
+        extra={"cost": objective_b},
     )
-
 
 MIDDLE = build_m_invariant

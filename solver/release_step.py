@@ -141,8 +141,22 @@ class StepResult:
             "gap": self.certificate.gap,
             "grouping_status": None if self.grouping is None else self.grouping.status,
             "grouping_gap": None if self.grouping is None else self.grouping.gap,
+            **_stages(self.certificate),
             **self.extra,
         }
+
+
+def _stages(certificate: Certificate) -> dict[str, Any]:
+    """The two stages of a lexicographic certificate: (a) ``counts_*``, (b) ``cost_*``."""
+    if len(certificate.stages) != 2:
+        return {"objective_name": certificate.objective_name or None}
+    first, second = certificate.stages
+    return {
+        "objective_name": certificate.objective_name,
+        "counts_status": first.status, "counts_bound": first.bound, "counts_gap": first.gap,
+        "cost": second.objective, "cost_status": second.status, "cost_bound": second.bound,
+        "cost_gap": second.gap, "cost_name": second.objective_name,
+    }
 
 
 def _check_history(state: PublisherState, schema: Schema, options: PrincipleOptions,

@@ -47,7 +47,8 @@ def produce(
     for microdata in series:
         try:
             step = publish_m_invariant(microdata, schema, m, previous=state,
-                                       eligibility=eligibility, rng=rng)  # type: ignore[arg-type]
+                                       eligibility=eligibility, rng=rng,  # type: ignore[arg-type]
+                                       time_limit=1.0)
         except ParameterError as exc:
             # A tiny skewed sample may hold fewer than m values: m-invariance is impossible.
             assume("distinct sensitive value" not in str(exc))

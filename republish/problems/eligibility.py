@@ -22,12 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from republish.certificate import Certificate
 from republish.errors import InputError, ParameterError
 
 #: Status of a solution: proven optimal; feasible without proof; from a heuristic without
 #: certificate; no m-eligible table satisfies the constraints (or a heuristic gave up);
-#: the exact solver hit its time limit before finding any solution.
-STATUSES = ("OPTIMAL", "FEASIBLE", "HEURISTIC", "INFEASIBLE", "UNKNOWN")
+#: the exact solver hit its time limit before finding any solution; the solver failed.
+STATUSES = ("OPTIMAL", "FEASIBLE", "HEURISTIC", "INFEASIBLE", "TIMEOUT", "ERROR")
 
 #: Prefix of the names generated for new sensitive values taken by counterfeits.
 NEW_VALUE_PREFIX = "counterfeit-value-"
@@ -76,6 +77,22 @@ class EligibilitySolution:
     #: Not compared: equal solutions found at different speeds are equal.
     solve_time_s: float = field(compare=False)
     bound: float | None = None
+
+    @property
+    def wall_time_s(self) -> float:
+        """:attr:`solve_time_s` under the name every result type uses (the JSON key of
+        ``eligibility --json`` stays ``solve_time_s``)."""
+        return self.solve_time_s
+
+    @property
+    def certificate(self) -> Certificate:
+        """Status, objective, bound and time as a :class:`~republish.certificate.Certificate`."""
+        status = self.status if self.status in STATUSES else "ERROR"
+        return Certificate(step=f"eligibility ({self.method})",
+                           status=status,  # type: ignore[arg-type]
+                           objective=self.objective,
+                           bound=None if self.bound is None else min(self.bound, self.objective),
+                           times={"solve": self.solve_time_s})
 
     @property
     def total_counterfeits(self) -> int:

@@ -1,0 +1,750 @@
+"""Whole-release model: one m-invariant release step decided jointly and exactly.
+
+Given the previous state (old rows bucketed by the signature of their group in T*(n-1)),
+one model decides which new rows join which bucket, which new rows form groups of new
+signatures, which are deferred, where counterfeits go, and how every bucket splits into
+m-unique groups (m-invariance, Xiao & Tao, SIGMOD 2007: division, balancing, assignment and
+split of §4.1-4.3 are one optimization here; design notes, "Optimization view" and "Release
+objective and certificates"). Old rows keep their signature but may change group.
+
+Objective, lexicographic: (a) counterfeits + w·deferrals, then (b) the perimeter of §4.3,
+``Σ_G |σ(G)| · extent(real rows of G)`` with the box extent ``Σ_q (max - min)`` on normalized
+QIs by default (any extent >= 0 and monotone under inclusion may be passed).
+
+Formulation. A column ``c`` is a set ``R_c`` of real rows of distinct values, either all new
+(``σ_c`` = their values padded with counterfeits up to ``m``, taken in ``padding_order``) or
+holding old rows of exactly one bucket ``b`` (``σ_c = σ_b ⊇`` values of ``R_c``). With
+``cf_c = |σ_c| - |R_c|``, ``new_c`` its new rows, ``cost_c = |σ_c|·extent(R_c)`` and
+``w = p/q`` (the deferral weight as a fraction, denominator <= 1000)::
+
+    stage 1   A* = min (a)                        exactly, by the count model of
+                                                  :mod:`republish.models.whole_release_bound`
+    stage 2   minimize   Σ_c cost_c · x_c
+              subject to Σ_{c ∋ i} x_c = 1        every old row i (and new rows without deferrals)
+                         Σ_{c ∋ i} x_c <= 1       every new row i (uncovered = deferred)
+                         Σ_c (q·cf_c - p·new_c) x_c <= q·A* - p·N_new     ((a) = A*)
+                         x_c ∈ {0, 1}
+
+Columns are left out only where provably useless: ``cf_c <= A* - Σ_{b'≠b} forced_{b'}``
+(counterfeits never exceed (a); ``forced_b``: counterfeits bucket ``b`` needs anyway), and
+all-new columns hold at most ``2m - 1`` rows (a larger one splits into two of ``>= m`` rows,
+no counterfeits, extents no larger). Stage 2 is solved by LP-based price-and-fix: the linear
+relaxation (GLOP) gives a dual bound ``D`` and reduced costs; a restricted MIP over the
+columns of least reduced cost gives an incumbent ``UB``; SCIP then solves the model over
+the columns of reduced cost ``<= UB - D``, which contain every cheaper solution
+(Nemhauser & Wolsey, *Integer and Combinatorial Optimization*, 1988, §II.2).
+
+While all columns number at most ``max_columns`` they are enumerated. Past that, the
+smallest column families are enumerated whole and the others up to a box-extent radius; for
+the box extent, column generation then prices the missing columns exactly (enumeration
+pruned by reduced cost) until none has a negative reduced cost, after which the columns of
+reduced cost ``<= UB - D`` are enumerated the same way, so the answer can still be proven
+optimal. The count plan's release and the hint are always columns, so the answer is never
+worse than either; whatever is not proven gets the best valid bound found (LP duality or
+:func:`whole_release_bound`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from ortools.linear_solver.python import model_builder
+
+from republish.errors import ParameterError
+from republish.models.whole_release_bound import (
+    BoxExtent,
+    CountPlan,
+    Extent,
+    Family,
+    Master,
+    ReleaseCounts,
+    WholeReleaseBound,
+    count_columns,
+    cycle_cover_bound,
+    enumerate_columns,
+    families,
+    optimal_counts,
+    partition_model,
+    rational_weight,
+    reduced_costs,
+    relax,
+    whole_release_bound,
+)
+
+__all__ = [
+    "BoxExtent",
+    "WholeReleaseBound",
+    "WholeReleaseProblem",
+    "WholeReleaseSolution",
+    "group_signature",
+    "realize_counts",
+    "release_problems",
+    "solve_whole_release",
+    "whole_release_bound",
+]
+
+
+def _error(owner: str, name: str, expected: str, got: object) -> ParameterError:
+    return ParameterError(f"The '{name}' parameter of {owner} must be {expected}. "
+                          f"Got {got} instead.")
+
+
+def _int_array(name: str, data: Any, n: int | None) -> np.ndarray:
+    array = np.asarray(data)
+    if array.ndim != 1 or (n is not None and len(array) != n) or (
+            array.size and array.dtype.kind not in "iu"):
+        raise _error("WholeReleaseProblem", name, f"a 1-d int array of length n={n}",
+                     f"dtype {array.dtype}, shape {array.shape}")
+    return array.astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class WholeReleaseProblem:
+    """One release step: ``points`` (n, d) normalized QIs, ``values`` SA codes in
+    ``[0, domain_size)``, ``bucket`` (``-1`` = new row, else an index into ``signatures``).
+    ``padding_order`` is completed with the codes it omits, in code order."""
+
+    points: np.ndarray
+    values: np.ndarray
+    bucket: np.ndarray
+    signatures: tuple[frozenset[int], ...]
+    m: int
+    domain_size: int
+    allow_deferrals: bool = False
+    deferral_weight: float = 1.0
+    counterfeits_in_new_groups: bool = True
+    padding_order: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        owner = "WholeReleaseProblem"
+        for name in ("m", "domain_size"):
+            value = getattr(self, name)
+            low = 1 if name == "m" else self.m
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+                raise _error(owner, name, f"an int in the range [{low}, inf)", repr(value))
+        points = np.asarray(self.points, dtype=np.float64)
+        if points.ndim != 2 or not np.isfinite(points).all():
+            raise _error(owner, "points", "a finite float array of shape (n, d)",
+                         f"shape {points.shape}")
+        n = len(points)
+        values = _int_array("values", self.values, n)
+        bucket = _int_array("bucket", self.bucket, n)
+        if len(values) and (values.min() < 0 or values.max() >= self.domain_size):
+            raise _error(owner, "values", f"codes in [0, domain_size={self.domain_size})",
+                         f"range [{values.min()}, {values.max()}]")
+        try:
+            signatures = tuple(frozenset(int(v) for v in s) for s in self.signatures)
+        except (TypeError, ValueError) as exc:
+            raise _error(owner, "signatures", "a tuple of sets of int codes",
+                         repr(self.signatures)) from exc
+        for b, sigma in enumerate(signatures):
+            if len(sigma) < self.m or min(sigma) < 0 or max(sigma) >= self.domain_size:
+                raise _error(owner, "signatures", f"sets of >= m={self.m} codes in "
+                             f"[0, {self.domain_size})", f"{sorted(sigma)} at index {b}")
+        if len(bucket) and (bucket.min() < -1 or bucket.max() >= len(signatures)):
+            raise _error(owner, "bucket", f"-1 or an index in [0, {len(signatures)})",
+                         f"range [{bucket.min()}, {bucket.max()}]")
+        stray = [i for i in np.flatnonzero(bucket >= 0).tolist()
+                 if int(values[i]) not in signatures[bucket[i]]]
+        if stray:
+            raise _error(owner, "values", "in the signature of the row's bucket for old rows",
+                         f"row {stray[0]} with value {values[stray[0]]} in bucket "
+                         f"{bucket[stray[0]]} of signature {sorted(signatures[bucket[stray[0]]])}")
+        for name in ("allow_deferrals", "counterfeits_in_new_groups"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise _error(owner, name, "a bool", repr(getattr(self, name)))
+        w = self.deferral_weight
+        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not 0 <= w < math.inf:
+            raise _error(owner, "deferral_weight", "a float in the range [0, inf)", repr(w))
+        order = [int(v) for v in self.padding_order]
+        if len(set(order)) != len(order) or any(not 0 <= v < self.domain_size for v in order):
+            raise _error(owner, "padding_order", f"distinct codes in [0, {self.domain_size})",
+                         repr(self.padding_order))
+        order += [v for v in range(self.domain_size) if v not in set(order)]
+        for name, array in (("points", points), ("values", values), ("bucket", bucket)):
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
+        object.__setattr__(self, "signatures", signatures)
+        object.__setattr__(self, "padding_order", tuple(order))
+        object.__setattr__(self, "m", int(self.m))
+        object.__setattr__(self, "domain_size", int(self.domain_size))
+        object.__setattr__(self, "deferral_weight", float(w))
+
+
+@dataclass(frozen=True, eq=False)
+class WholeReleaseSolution:
+    """A release: groups (row indices), their signatures and counterfeit values, the
+    deferred rows; per objective a status (OPTIMAL only when proven), the objective, a
+    proven lower bound and the gap ``(objective - bound) / max(|objective|, 1)``."""
+
+    groups: tuple[np.ndarray, ...]
+    group_signatures: tuple[frozenset[int], ...]
+    counterfeits_per_group: tuple[frozenset[int], ...]
+    deferred: np.ndarray
+    status_a: str
+    objective_a: float
+    bound_a: float
+    gap_a: float | None
+    status_b: str
+    objective_b: float
+    bound_b: float
+    gap_b: float | None
+    wall_time_s: float
+    columns: int
+    detail: str = ""
+
+    @property
+    def counterfeits(self) -> int:
+        return sum(len(c) for c in self.counterfeits_per_group)
+
+    @property
+    def deferrals(self) -> int:
+        return len(self.deferred)
+
+
+Hint = tuple[Sequence[Sequence[int] | np.ndarray], Sequence[int] | np.ndarray]
+
+
+def group_signature(problem: WholeReleaseProblem, rows: np.ndarray) -> frozenset[int]:
+    """σ of a group: its bucket's signature, or (all new) its values padded up to ``m``."""
+    old = problem.bucket[rows][problem.bucket[rows] >= 0]
+    if len(old):
+        return problem.signatures[int(old[0])]
+    present = set(problem.values[rows].tolist())
+    padding = [v for v in problem.padding_order if v not in present]
+    return frozenset(present | set(padding[:max(0, problem.m - len(present))]))
+
+
+def release_problems(problem: WholeReleaseProblem, groups: Sequence[np.ndarray],
+                     deferred: np.ndarray,
+                     signatures: Sequence[frozenset[int]] | None = None) -> list[str]:
+    """Every rule of a valid release the given one breaks (empty when valid)."""
+    found: list[str] = []
+    n, seen = len(problem.values), np.zeros(len(problem.values), dtype=np.int64)
+    for g, group in enumerate(groups):
+        rows = np.asarray(group, dtype=np.int64)
+        if len(rows) == 0 or rows.min() < 0 or rows.max() >= n:
+            found.append(f"group {g}: needs real rows in [0, {n})")
+            continue
+        np.add.at(seen, rows, 1)
+        sigma = group_signature(problem, rows) if signatures is None else signatures[g]
+        vals, buckets = problem.values[rows].tolist(), set(problem.bucket[rows].tolist()) - {-1}
+        if len(set(vals)) != len(vals) or not set(vals) <= sigma or len(sigma) < problem.m:
+            found.append(f"group {g}: values {vals} are not distinct values of a signature "
+                         f"{sorted(sigma)} of >= m={problem.m} codes")
+        if len(buckets) > 1 or (buckets and sigma != problem.signatures[buckets.pop()]):
+            found.append(f"group {g}: old rows of one bucket must keep its signature")
+        if (not (problem.bucket[rows] >= 0).any() and len(sigma) > len(rows)
+                and not problem.counterfeits_in_new_groups):
+            found.append(f"group {g}: counterfeits in a group without old rows")
+        if min(sigma, default=0) < 0 or max(sigma, default=0) >= problem.domain_size:
+            found.append(f"group {g}: signature outside the domain")
+    late = np.asarray(deferred, dtype=np.int64)
+    if len(late) and (late.min() < 0 or late.max() >= n):
+        return [*found, f"deferred rows must be in [0, {n})"]
+    np.add.at(seen, late, 1)
+    if len(late) and ((problem.bucket[late] >= 0).any() or not problem.allow_deferrals):
+        found.append("deferred rows must be new rows, and deferrals allowed")
+    if (seen != 1).any():
+        found.append(f"rows {np.flatnonzero(seen != 1)[:5].tolist()} are not in exactly one "
+                     "group or deferred")
+    return found
+
+
+def _objectives(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], deferred: int,
+                weight: Fraction, extent: Extent) -> tuple[Fraction, float]:
+    sigmas = [len(group_signature(problem, g)) for g in groups]
+    counterfeits = sum(s - len(g) for s, g in zip(sigmas, groups, strict=True))
+    cost = sum(s * float(extent(g)) for s, g in zip(sigmas, groups, strict=True))
+    return counterfeits + weight * deferred, float(cost)
+
+
+def realize_counts(problem: WholeReleaseProblem, plan: CountPlan
+                   ) -> tuple[list[np.ndarray], np.ndarray]:
+    """A release with the count plan's (a). Bucket ``b``'s old rows of each value, in order
+    of their coordinate sum, spread over its ``g_b`` groups (the ``j``-th of ``k`` to group
+    ``⌊j·g_b/k⌋``: distinct groups), then groups without an old row take one from a group
+    holding two (``o_b >= g_b``); each joining new row fills the nearest group lacking its
+    value. The rest go round robin into new groups (a value's rows at consecutive positions
+    land in distinct groups)."""
+    assert plan.groups is not None and plan.joins is not None and plan.deferred is not None
+    counts, points = ReleaseCounts.of(problem), problem.points
+    key = points.sum(axis=1)
+    free = {v: sorted(np.flatnonzero(counts.is_new & (problem.values == v)).tolist(),
+                      key=lambda i: key[i]) for v in range(problem.domain_size)}
+    groups: list[list[int]] = []
+    for b, old in enumerate(counts.old_rows):
+        mine: list[list[int]] = [[] for _ in range(int(plan.groups[b]))]
+        for v in np.flatnonzero(counts.k[b]).tolist():
+            rows = sorted(old[problem.values[old] == v].tolist(), key=lambda i: key[i])
+            for j, i in enumerate(rows):
+                mine[j * len(mine) // len(rows)].append(i)
+        for group in mine:
+            if not group:
+                group.append(max(mine, key=len).pop())
+        centre = points[old].mean(axis=0) if len(old) else np.zeros(points.shape[1])
+        for v in np.flatnonzero(plan.joins[b]).tolist():
+            free[v].sort(key=lambda i: np.abs(points[i] - centre).sum())
+            joining, free[v] = free[v][:int(plan.joins[b, v])], free[v][int(plan.joins[b, v]):]
+            for i in joining:
+                open_ = [g for g in mine if v not in problem.values[g].tolist()]
+                min(open_, key=lambda g: np.abs(points[g].mean(axis=0) - points[i]).sum()
+                    ).append(i)
+        groups.extend(mine)
+    deferred = [i for v in free for i in free[v][:int(plan.deferred[v])]]
+    left = [free[v][int(plan.deferred[v]):] for v in free]
+    total, most = sum(len(r) for r in left), max((len(r) for r in left), default=0)
+    if total:
+        size = total // problem.m if problem.m * most <= total else most
+        mine = [[] for _ in range(size)]
+        for position, i in enumerate(i for rows in left for i in rows):
+            mine[position % size].append(i)
+        groups.extend(mine)
+    return [np.array(sorted(g), dtype=np.int64) for g in groups], np.array(sorted(deferred),
+                                                                           dtype=np.int64)
+
+
+class _Columns:
+    """The columns present: rows (``-1`` pads, sorted), attributes, and a Master for them."""
+
+    def __init__(self, problem: WholeReleaseProblem, counts: ReleaseCounts, measure: Extent,
+                 weight: Fraction, rhs: int, width: int) -> None:
+        self.problem, self.counts, self.measure, self.weight = problem, counts, measure, weight
+        self.rhs, self.width = rhs, width
+        self.members = np.zeros((0, width), dtype=np.int64)
+        self.cost, self.a_coef = np.zeros(0), np.zeros(0, dtype=np.int64)
+        self.index: dict[bytes, int] = {}
+
+    def canonical(self, block: np.ndarray) -> np.ndarray:
+        n = len(self.problem.values)
+        block = np.hstack([block, np.full((len(block), self.width - block.shape[1]), -1)])
+        ordered = np.sort(np.where(block < 0, n, block), axis=1)
+        return np.where(ordered == n, -1, ordered).astype(np.int64)
+
+    def attributes(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cost ``|σ|·extent`` and (a) coefficient ``q·cf - p·new`` of canonical columns."""
+        problem, counts, p, q = self.problem, self.counts, self.weight.numerator, \
+            self.weight.denominator
+        used = block >= 0
+        at = np.maximum(block, 0)
+        size = used.sum(axis=1)
+        kind = np.where(used, problem.bucket[at], -1).max(axis=1)
+        sigma = np.where(kind >= 0, np.append(counts.signature_size, 0)[kind],
+                         np.maximum(problem.m, size))
+        batch = getattr(self.measure, "batch", None)
+        spread = np.asarray(batch(block), dtype=np.float64) if batch is not None else np.array(
+            [self.measure(row[row >= 0]) for row in block], dtype=np.float64)
+        return sigma * spread, q * (sigma - size) - p * (used & counts.is_new[at]).sum(axis=1)
+
+    def add(self, block: np.ndarray) -> np.ndarray:
+        """Add columns (duplicates merged); their indices."""
+        block = self.canonical(block)
+        where, fresh = np.empty(len(block), dtype=np.int64), []
+        for c, row in enumerate(block):
+            key = row.tobytes()
+            if key not in self.index:
+                self.index[key] = len(self.index)
+                fresh.append(c)
+            where[c] = self.index[key]
+        if fresh:
+            cost, a_coef = self.attributes(block[fresh])
+            self.members = np.vstack([self.members, block[fresh]])
+            self.cost, self.a_coef = np.append(self.cost, cost), np.append(self.a_coef, a_coef)
+        return where
+
+    def missing(self, block: np.ndarray) -> np.ndarray:
+        block = self.canonical(block)
+        return np.array([row.tobytes() not in self.index for row in block], dtype=bool)
+
+    def master(self, radius: np.ndarray) -> Master:
+        exact = ~(self.counts.is_new & self.problem.allow_deferrals)
+        row_a = np.where(self.counts.is_new, -self.weight.numerator, 0)
+        return Master(self.members, self.cost, self.a_coef, self.rhs, exact, row_a, radius)
+
+
+def _scip(master: Master, keep: np.ndarray, start: list[int], time_limit: float, seed: int
+          ) -> tuple[str, list[int] | None, float, float]:
+    """SCIP over the columns ``keep`` from the solution ``start`` (global column indices):
+    status, chosen columns (global), objective, bound of the restricted problem."""
+    model, x, _, _ = partition_model(master, keep)
+    chosen = set(start)
+    for c, var in zip(keep.tolist(), x, strict=True):
+        model.add_hint(var, 1.0 if c in chosen else 0.0)
+    solver = model_builder.Solver("scip")
+    solver.set_time_limit_in_seconds(max(time_limit, 0.01))
+    solver.set_solver_specific_parameters(
+        f"limits/gap = 0\nlimits/absgap = 1e-9\nrandomization/randomseedshift = {seed}\n")
+    status = {model_builder.SolveStatus.OPTIMAL: "OPTIMAL",
+              model_builder.SolveStatus.FEASIBLE: "FEASIBLE",
+              model_builder.SolveStatus.INFEASIBLE: "INFEASIBLE"}.get(solver.solve(model),
+                                                                      "TIMEOUT")
+    if status not in ("OPTIMAL", "FEASIBLE"):
+        return status, None, math.inf, -math.inf
+    picked = keep[np.asarray(solver.values(x), dtype=np.float64) > 0.5].tolist()
+    return status, picked, float(solver.objective_value), float(solver.best_objective_bound)
+
+
+def _price(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray, theta: float,
+           limit: int) -> np.ndarray | None:
+    """Every column with ``|σ|·box extent - Σ pi <= theta`` (None past ``limit``)."""
+    found = []
+    for family in fams:
+        columns = enumerate_columns(problem, family, limit=limit, pi=pi, theta=theta)
+        if columns is None:
+            return None
+        found.append(columns)
+    width = max((c.shape[1] for c in found), default=1)
+    return np.vstack([np.hstack([c, np.full((len(c), width - c.shape[1]), -1)])
+                      for c in found]) if found else np.zeros((0, 1), np.int64)
+
+
+@dataclass
+class _Stage2:
+    status: str
+    chosen: list[int]
+    cost: float
+    bound: float
+    note: str
+
+
+def _stage2(columns: _Columns, fams: list[Family], radius: np.ndarray, start: list[int],
+            box: bool, time_limit: float, seed: int, limit: int) -> _Stage2:
+    """Price-and-fix (module docstring), with column generation when columns are missing.
+
+    After a complete pricing round with duals ``y``, give row ``i`` the least ``ρ_i <= 0`` of
+    ``rc_c / |R_c|`` over the missing columns ``c ∋ i``: as a solution covers each row at most
+    once, its missing columns add ``>= Σ_i ρ_i`` to ``yᵀb``, so ``D_g = D + Σ_i ρ_i`` bounds
+    every solution, and one using a column of reduced cost ``rc >= 0`` costs ``>= D_g + rc``:
+    the fixing enumerates the columns with ``rc <= UB - D_g``."""
+    started = time.perf_counter()
+
+    def left() -> float:
+        return time_limit - (time.perf_counter() - started)
+
+    problem, n = columns.problem, len(columns.problem.values)
+    complete = bool(np.isposinf(radius).all())
+    best, best_cost = list(start), float(columns.cost[start].sum())
+    bound, relaxed, rounds, previous = -math.inf, None, 0, math.inf
+    fixing: tuple[Any, float] | None = None  # (relaxation whose duals fix, D_g)
+    while left() > 0:
+        relaxed = relax(columns.master(radius), left() / 2)
+        if relaxed is None:
+            break
+        if complete:
+            fixing, bound = (relaxed, relaxed.bound), relaxed.bound
+            break
+        bound = max(bound, relaxed.bound_radius if box else -math.inf)
+        if not box or left() < time_limit / 2:  # column generation: the first half at most
+            break
+        priced = _price(problem, fams, relaxed.pi, 0.0, limit)
+        if priced is None:
+            break
+        priced = columns.canonical(priced[columns.missing(priced)])
+        rc = reduced_costs(priced, *columns.attributes(priced), relaxed.y, relaxed.y_a)
+        share = np.zeros(n + 1)
+        np.minimum.at(share, np.where(priced < 0, n, priced),
+                      (np.minimum(rc, 0) / (priced >= 0).sum(axis=1))[:, None])
+        least = float(share[:n].sum())
+        rounds += 1
+        if fixing is None or relaxed.bound + least > fixing[1]:
+            fixing = (relaxed, relaxed.bound + least)
+        bound = max(bound, relaxed.bound + least)
+        if -least <= 1e-6 * max(1.0, abs(bound)) or \
+                previous - relaxed.bound <= 1e-7 * max(1.0, abs(relaxed.bound)):
+            break  # converged, or stalled on degenerate columns
+        previous = relaxed.bound
+        order = np.argsort(rc, kind="stable")[:max(2 * n, 2000)]
+        columns.add(priced[order[rc[order] < 0]])
+    note = "LP" if complete else f"column generation: {rounds} rounds"
+    master = columns.master(radius)
+    if relaxed is None:
+        status, picked, value, found = _scip(master, np.arange(len(columns.cost)), best,
+                                             left(), seed)
+        if picked is not None and value < best_cost:
+            best, best_cost = picked, float(columns.cost[picked].sum())
+        if complete and status == "OPTIMAL":
+            return _Stage2("OPTIMAL", best, best_cost, best_cost, "SCIP on all columns")
+        return _Stage2("FEASIBLE", best, best_cost, bound, note + "; SCIP, no relaxation")
+    rc = reduced_costs(master.members, master.cost, master.a_coef, relaxed.y, relaxed.y_a)
+    xs = np.zeros(len(rc))
+    xs[:len(relaxed.x)] = relaxed.x
+    tolerance = 1e-9 * max(1.0, abs(bound))
+    for attempt in ("rounding", "dive", "restricted"):
+        if best_cost <= bound + tolerance or left() <= 0:
+            break
+        if attempt == "rounding":  # an integral LP solution
+            keep = np.flatnonzero(xs > 0.5)
+            if not (np.all(np.minimum(xs, 1 - xs) < 1e-6) and _feasible(master, keep)):
+                continue
+            picked, value = keep.tolist(), float(columns.cost[keep].sum())
+        else:  # fix x* > 0.9 (dive) or nothing; the rest from the columns of least rc
+            fixed = np.flatnonzero(xs > 0.9) if attempt == "dive" else np.zeros(0, np.int64)
+            taken = np.zeros(n + 1, bool)
+            taken[master.members[fixed]] = True
+            free = np.flatnonzero(~taken[np.where(master.members < 0, n, master.members)]
+                                  .any(axis=1))
+            size = max(5 * n, min(30 * n, 20_000)) if attempt == "restricted" else 0
+            pool = free[np.argsort(rc[free], kind="stable")[:size]]
+            keep = np.union1d(np.union1d(fixed, pool), free[xs[free] > 1e-9])
+            keep = np.union1d(keep, _cheapest_per_row(master.members[free], rc[free], free, 20))
+            keep = keep.astype(np.int64)
+            _, found_cols, value, _ = _scip(master, keep, best, left() / 2, seed)
+            if found_cols is None:
+                continue
+            picked = found_cols
+        if value < best_cost:
+            best, best_cost = picked, float(columns.cost[picked].sum())
+            note += f"; incumbent by {attempt}"
+    if best_cost <= bound + tolerance:
+        return _Stage2("OPTIMAL", best, best_cost, bound, note + "; LP bound met")
+    if fixing is None or left() <= 0:
+        return _Stage2("FEASIBLE", best, best_cost, bound, note)
+    duals, floor = fixing
+    gap = best_cost - floor + tolerance  # no column with rc > gap is in a cheaper solution
+    if not complete:
+        priced = _price(problem, fams, duals.pi, gap, limit)
+        if priced is None:
+            return _Stage2("FEASIBLE", best, best_cost, bound, note + "; fixing too large")
+        columns.add(priced)
+        master = columns.master(radius)
+    rc = reduced_costs(master.members, master.cost, master.a_coef, duals.y, duals.y_a)
+    keep = np.union1d(np.flatnonzero(rc <= gap), best).astype(np.int64)
+    if len(keep) > limit:
+        return _Stage2("FEASIBLE", best, best_cost, bound, note + "; fixing too large")
+    status, picked, value, found = _scip(master, keep, best, left(), seed)
+    if picked is not None and value < best_cost:
+        best, best_cost = picked, float(columns.cost[picked].sum())
+    note += f"; SCIP on the {len(keep)} columns left by reduced-cost fixing"
+    if status == "OPTIMAL":
+        return _Stage2("OPTIMAL", best, best_cost, max(bound, min(best_cost, found)), note)
+    if picked is not None:
+        bound = max(bound, min(best_cost, found))
+    return _Stage2("FEASIBLE", best, best_cost, bound, note)
+
+
+def _cheapest_per_row(members: np.ndarray, rc: np.ndarray, ids: np.ndarray, k: int
+                      ) -> np.ndarray:
+    """The ids of the ``k`` columns of least ``rc`` holding each row."""
+    column, slot = np.nonzero(members >= 0)
+    row = members[column, slot]
+    order = np.lexsort((rc[column], row))
+    row, column = row[order], column[order]
+    rank = np.arange(len(row)) - np.searchsorted(row, row)
+    return np.unique(ids[column[rank < k]])
+
+
+def _feasible(master: Master, chosen: np.ndarray) -> bool:
+    rows = master.members[chosen]
+    covered = np.bincount(rows[rows >= 0], minlength=len(master.exact))
+    return bool((covered <= 1).all() and (covered[master.exact] == 1).all()
+                and int(master.a_coef[chosen].sum()) <= master.rhs)
+
+
+def _initial_columns(problem: WholeReleaseProblem, fams: list[Family], is_new: np.ndarray,
+                     limit: int) -> tuple[list[np.ndarray], np.ndarray, str]:
+    """The columns to start from, and per row a radius ``r_i``: every column holding row
+    ``i`` of box extent ``<= r_i`` is among them (``inf``: every column). All columns when
+    they number at most ``limit``; else the smallest families whole (up to half the limit)
+    and the others' columns of extent ``<= r``, ``r`` (about) as large as the limit allows."""
+    sizes = [count_columns(f, is_new) for f in fams]
+    radius_of_row = np.full(len(problem.values), math.inf)
+    whole, used = [], 0
+    for f in np.argsort(sizes, kind="stable").tolist():
+        if used + sizes[f] <= (limit if sum(sizes) <= limit else limit // 2):
+            whole.append(f)
+            used += sizes[f]
+    found = [enumerate_columns(problem, fams[f], limit=limit) for f in whole]
+    rest = [fams[f] for f in range(len(fams)) if f not in whole]
+    if not rest:
+        return [c for c in found if c is not None], radius_of_row, "all columns"
+
+    def within(radius: float) -> list[np.ndarray] | None:
+        out: list[np.ndarray] = []
+        for family in rest:
+            columns = enumerate_columns(problem, family, limit=limit - used - sum(map(len, out)),
+                                        radius=radius)
+            if columns is None:
+                return None
+            out.append(columns)
+        return out
+
+    scale = float(np.ptp(problem.points, axis=0).sum()) if len(problem.points) else 0.0
+    radius, local = max(scale, 1e-9) / 64, None
+    for _ in range(6):  # shrink until the columns fit
+        local = within(radius)
+        if local is not None:
+            break
+        radius /= 2
+    grow = 2.0
+    while local is not None and grow > 1.1 and radius < scale:  # x2, then x1.5, x1.25
+        more = within(radius * grow)
+        if more is None:
+            grow = 1 + (grow - 1) / 2
+        else:
+            radius, local = radius * grow, more
+    if local is None:
+        radius, local = -math.inf, []
+    for family in rest:
+        radius_of_row[np.concatenate(family.pools)] = radius
+    return [c for c in found if c is not None] + local, radius_of_row, (
+        f"{len(whole)} of {len(fams)} column families whole, the others' columns of extent "
+        f"<= {radius:.4g}")
+
+
+@dataclass
+class _Candidate:
+    a: Fraction
+    b: float
+    groups: list[np.ndarray]
+    deferred: np.ndarray
+    source: str
+
+
+def _check_hint(problem: WholeReleaseProblem, hint: Hint | WholeReleaseSolution
+                ) -> tuple[list[np.ndarray], np.ndarray]:
+    try:
+        groups, deferred = (hint.groups, hint.deferred) if isinstance(
+            hint, WholeReleaseSolution) else hint
+        rows = [np.sort(np.asarray(g, dtype=np.int64).ravel()) for g in groups]
+        late = np.sort(np.asarray(deferred, dtype=np.int64).ravel())
+    except (TypeError, ValueError) as exc:
+        raise _error("solve_whole_release", "hint", "a pair (groups, deferred) of row-index "
+                     "arrays", type(hint).__name__) from exc
+    broken = release_problems(problem, rows, late)
+    if broken:
+        raise _error("solve_whole_release", "hint", "a valid release", "; ".join(broken[:3]))
+    return rows, late
+
+
+def _as_matrix(groups: Sequence[np.ndarray]) -> np.ndarray:
+    width = max((len(g) for g in groups), default=1)
+    matrix = np.full((len(groups), width), -1, dtype=np.int64)
+    for c, g in enumerate(groups):
+        matrix[c, :len(g)] = g
+    return matrix
+
+
+def _gap(status: str, objective: float, bound: float) -> float | None:
+    if status == "OPTIMAL":
+        return 0.0
+    if not math.isfinite(bound) or not math.isfinite(objective):
+        return None
+    return max(0.0, objective - bound) / max(abs(objective), 1.0)
+
+
+def _answer(problem: WholeReleaseProblem, best: _Candidate | None, statuses: tuple[str, str],
+            bounds: tuple[float, float], started: float, columns: int, detail: str
+            ) -> WholeReleaseSolution:
+    groups = tuple(best.groups) if best else ()
+    sigmas = tuple(group_signature(problem, g) for g in groups)
+    fakes = tuple(s - set(problem.values[g].tolist()) for s, g in zip(sigmas, groups,
+                                                                         strict=True))
+    a = float(best.a) if best else math.inf
+    b = best.b if best else math.inf
+    return WholeReleaseSolution(
+        groups, sigmas, fakes, best.deferred if best else np.zeros(0, np.int64),
+        statuses[0], a, bounds[0], _gap(statuses[0], a, bounds[0]),
+        statuses[1], b, bounds[1], _gap(statuses[1], b, bounds[1]),
+        time.perf_counter() - started, columns, detail)
+
+
+def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, workers: int = 1,
+                        seed: int = 0, hint: Hint | WholeReleaseSolution | None = None,
+                        max_columns: int = 200_000, extent: Extent | None = None
+                        ) -> WholeReleaseSolution:
+    """Solve the release step of ``problem`` (module docstring): (a) exactly by the count
+    model, then (b) by set partitioning.
+
+    ``hint``: a valid release ``(groups, deferred)`` (or a solution); the answer is never
+    lexicographically worse. ``workers``/``seed`` go to CP-SAT (count model), the seed to
+    SCIP. ``max_columns`` caps the columns enumerated at once. ``extent``: ``extent(rows) ->
+    float``, >= 0 and monotone under inclusion (default: the box extent of ``points``).
+    Statuses: ``OPTIMAL`` (proven, up to the LP/MIP solvers' 1e-9 tolerances), ``FEASIBLE``
+    (the model's answer, unproven), ``HEURISTIC`` (the hint or the count plan's release,
+    unimproved), ``TIMEOUT`` (no release found), ``INFEASIBLE``. ``bound_a`` bounds (a);
+    ``bound_b`` bounds (b) over the releases whose (a) is optimal.
+    """
+    started = time.perf_counter()
+    owner = "solve_whole_release"
+    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not (
+            0 < time_limit < math.inf):
+        raise _error(owner, "time_limit", "a float in the range (0, inf)", repr(time_limit))
+    for name, value, low in (("workers", workers, 1), ("seed", seed, 0),
+                             ("max_columns", max_columns, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise _error(owner, name, f"an int in the range [{low}, inf)", repr(value))
+    if extent is not None and not callable(extent):
+        raise _error(owner, "extent", "a callable extent(rows) -> float or None", repr(extent))
+    measure: Extent = extent if extent is not None else BoxExtent(problem.points)
+    weight, counts = rational_weight(problem.deferral_weight), ReleaseCounts.of(problem)
+    candidates = []
+    if hint is not None:
+        groups, late = _check_hint(problem, hint)
+        candidates.append(_Candidate(*_objectives(problem, groups, len(late), weight, measure),
+                                     groups, late, "hint"))
+    plan = optimal_counts(problem, time_limit=time_limit / 2, workers=workers, seed=seed)
+    bound_a = plan.bound / weight.denominator
+    if plan.status == "INFEASIBLE":
+        return _answer(problem, None, ("INFEASIBLE", "INFEASIBLE"), (math.inf, math.inf),
+                       started, 0, "count model infeasible")
+    if plan.value is not None:
+        groups, late = realize_counts(problem, plan)
+        candidates.append(_Candidate(*_objectives(problem, groups, len(late), weight, measure),
+                                     groups, late, "count plan"))
+    if not candidates:
+        return _answer(problem, None, ("TIMEOUT", "TIMEOUT"), (bound_a, 0.0), started, 0,
+                       "count model out of time")
+    incumbent = min(candidates, key=lambda c: (c.a, c.b))
+    a_star = Fraction(plan.value, weight.denominator) if plan.status == "OPTIMAL" and \
+        plan.value is not None else None
+    fams = families(problem, counts, math.floor(incumbent.a))
+    if time_limit - (time.perf_counter() - started) > 0.005:
+        parts, radius, detail = _initial_columns(problem, fams, counts.is_new, max_columns)
+    else:
+        parts, radius, detail = [], np.full(len(problem.values), -math.inf), "out of time"
+    box = extent is None or isinstance(extent, BoxExtent)
+    if not box:  # a radius is a box extent: it says nothing of another extent
+        radius = np.where(~np.isposinf(radius), -math.inf, radius)
+    width = max([problem.m * 2 - 1, *counts.signature_size.tolist(),
+                 *(len(g) for c in candidates for g in c.groups)])
+    rhs = int(incumbent.a * weight.denominator) - weight.numerator * int(counts.is_new.sum())
+    columns = _Columns(problem, counts, measure, weight, rhs, width)
+    for part in parts:
+        columns.add(part)
+    start = columns.add(_as_matrix(incumbent.groups)).tolist() if incumbent.groups else []
+    stage, scip_bound = "TIMEOUT", -math.inf
+    if len(columns.cost) == 0 and np.isposinf(radius).all():  # no group: all deferred
+        stage, scip_bound = "OPTIMAL", 0.0
+    elif time_limit - (time.perf_counter() - started) > 0.005:
+        result = _stage2(columns, fams, radius, start, box,
+                         time_limit - (time.perf_counter() - started), seed, max_columns)
+        stage, scip_bound, detail = result.status, result.bound, f"{detail}; {result.note}"
+        groups = [columns.members[c][columns.members[c] >= 0] for c in result.chosen]
+        covered = np.zeros(len(problem.values), bool)
+        for g in groups:
+            covered[g] = True
+        late = np.flatnonzero(~covered)
+        candidates.append(_Candidate(*_objectives(problem, groups, len(late), weight, measure),
+                                     groups, late, "model"))
+    best = min(reversed(candidates), key=lambda c: (c.a, c.b))
+    a_done = a_star is not None and best.a == a_star
+    status_a = "OPTIMAL" if a_done else "FEASIBLE" if best.source == "model" else "HEURISTIC"
+    if a_done and stage == "OPTIMAL":
+        status_b, bound_b = "OPTIMAL", min(best.b, scip_bound)
+    else:
+        status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
+        bound_b = max(cycle_cover_bound(problem, measure, float(incumbent.a), weight),
+                      scip_bound)
+    answer = _answer(problem, best, (status_a, status_b), (bound_a, bound_b), started,
+                     len(columns.cost), f"{detail}; answer from the {best.source}")
+    broken = release_problems(problem, answer.groups, answer.deferred)
+    if broken:
+        raise RuntimeError(f"whole-release model produced an invalid release: {broken}")
+    return answer

@@ -1,0 +1,163 @@
+"""The whole-release model inside the m-invariant release step, and the release's
+certificate for the lexicographic objective of :mod:`republish.objectives`.
+
+The decomposed pipeline of :mod:`republish.solver.m_invariance` (counts first, then the
+grouping of each bucket) is a heuristic for the release objective: which new rows fill
+which bucket changes the best grouping. :func:`solve_whole` hands its answer as the warm
+start to :func:`republish.models.whole_release.solve_whole_release`, which decides every
+row's group at once (m-invariance paper, §4.1-4.3 as one model) and proves (a) and (b)
+where it can. Where the model does not run (``heuristic`` mode, or ``auto`` above
+:data:`AUTO_WHOLE_ROWS` rows), :func:`bound_only` still bounds (b) with
+:func:`republish.models.whole_release_bound.whole_release_bound` when time allows, so the
+reported gap is the gap to the release's true optimum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from republish.certificate import Certificate, Status, lexicographic
+from republish.errors import ParameterError
+from republish.models.whole_release import (
+    WholeReleaseProblem,
+    WholeReleaseSolution,
+    solve_whole_release,
+)
+from republish.models.whole_release_bound import whole_release_bound
+from republish.objectives import OBJECTIVES, ReleaseCost, counts_name
+from republish.parameters import Eligibility
+from republish.solver.options import Deadline, SolveOptions
+
+__all__ = ["AUTO_WHOLE_ROWS", "BOUND_ROWS", "Grouping", "bound_only", "release_certificate",
+           "solve_whole", "whole_problem"]
+
+#: ``auto``: the whole-release model runs on releases of at most this many rows.
+AUTO_WHOLE_ROWS = 400
+#: The (b) bound of releases the model does not solve: up to this many rows.
+BOUND_ROWS = 50_000
+#: Less time than this (seconds) left: no model, no bound.
+MIN_SECONDS = 0.05
+
+
+@dataclass(frozen=True, eq=False)
+class Grouping:
+    """A release in rows of ``T(n)``: each group's real rows and signature (value codes),
+    each group's counterfeit values, the deferred rows, and objectives (a) and (b)."""
+
+    groups: tuple[np.ndarray, ...]
+    signatures: tuple[frozenset[int], ...]
+    counterfeits: tuple[tuple[int, ...], ...]
+    deferred: np.ndarray
+    objective_a: float
+    objective_b: float
+
+
+def whole_problem(cost: ReleaseCost, values: np.ndarray, bucket: np.ndarray,
+                  signatures: Sequence[frozenset[int]], m: int, domain_size: int,
+                  eligibility: Eligibility, deferral_weight: float = 1.0
+                  ) -> WholeReleaseProblem:
+    """The model's input: ``values`` SA codes (most frequent value first: code 0),
+    ``bucket`` -1 for new rows."""
+    return WholeReleaseProblem(
+        points=cost.points, values=values, bucket=bucket, signatures=tuple(signatures),
+        m=m, domain_size=domain_size, allow_deferrals=eligibility != "counterfeit",
+        deferral_weight=deferral_weight, counterfeits_in_new_groups=eligibility != "delete",
+        padding_order=tuple(range(domain_size)),
+    )
+
+
+def _extent(cost: ReleaseCost, problem: WholeReleaseProblem):  # type: ignore[no-untyped-def]
+    if cost.box_only and cost.name == "perimeter":
+        return None  # the model's own (vectorized) box extent on the same points
+    from republish.models.whole_release import group_signature
+
+    return cost.model_extent(lambda rows: len(group_signature(problem, rows)))
+
+
+def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
+                solve: SolveOptions, deadline: Deadline, seed: int
+                ) -> tuple[Grouping, WholeReleaseSolution] | None:
+    """The model's release when it is lexicographically no worse than ``hint``, with its
+    solution (the statuses and bounds); None when no time is left."""
+    seconds = deadline.left()
+    if seconds < MIN_SECONDS:
+        return None
+    try:
+        solution = solve_whole_release(
+            problem, time_limit=seconds, workers=solve.workers, seed=seed,
+            hint=(list(hint.groups), hint.deferred), extent=_extent(cost, problem))
+    except ParameterError:
+        # The pipeline may fill a bucket's extra group with new rows and balancing
+        # counterfeits, which the model counts as eligibility counterfeits (forbidden
+        # with deferrals only): then the model starts from its own count plan.
+        solution = solve_whole_release(
+            problem, time_limit=deadline.left(), workers=solve.workers, seed=seed,
+            extent=_extent(cost, problem))
+    if not solution.groups and len(problem.values):
+        return None
+    groups = tuple(np.asarray(g, dtype=np.int64) for g in solution.groups)
+    slots = [len(s) for s in solution.group_signatures]
+    grouping = Grouping(
+        groups=groups, signatures=tuple(solution.group_signatures),
+        counterfeits=tuple(tuple(sorted(c)) for c in solution.counterfeits_per_group),
+        deferred=np.asarray(solution.deferred, dtype=np.int64),
+        objective_a=float(solution.objective_a), objective_b=cost.total(groups, slots),
+    )
+    if (grouping.objective_a, grouping.objective_b) > (hint.objective_a,
+                                                       hint.objective_b + 1e-9):
+        return None
+    return grouping, solution
+
+
+def bound_only(problem: WholeReleaseProblem, cost: ReleaseCost, solve: SolveOptions,
+               deadline: Deadline, seed: int, objective_a: float) -> tuple[float, str, float
+                                                                          ] | None:
+    """``(bound on (a), the count model's status, bound on (b) given optimal (a))`` of a
+    release the model does not solve, or None when it is too large or no time is left."""
+    seconds = deadline.left()
+    if seconds < MIN_SECONDS or len(problem.values) > BOUND_ROWS:
+        return None
+    bound = whole_release_bound(problem, extent=_extent(cost, problem), budget=objective_a,
+                                time_limit=seconds, workers=solve.workers, seed=seed)
+    return bound.objective_a, bound.status_a, bound.objective_b
+
+
+def release_certificate(
+    step: str, cost: ReleaseCost, deferral_weight: float, objective_a: float,
+    objective_b: float, *, status_a: Status = "HEURISTIC", bound_a: float | None = None,
+    status_b: Status = "HEURISTIC", bound_b: float | None = None,
+    heuristic: tuple[float, float] | None = None, detail: str = "",
+) -> Certificate:
+    """The release's certificate: (a), then (b) given (a) (:func:`lexicographic`).
+
+    A stage is OPTIMAL only when its bound meets its objective; (b)'s bound is over the
+    releases whose (a) is optimal, so it is kept only when (a) is proven optimal.
+    """
+    if bound_a is not None and objective_a <= bound_a + 1e-9:
+        status_a = "OPTIMAL"
+    elif status_a == "OPTIMAL":
+        status_a = "FEASIBLE"
+    if status_a != "OPTIMAL":
+        bound_b = None
+        status_b = "HEURISTIC" if status_b == "OPTIMAL" else status_b
+    if bound_b is not None and objective_b <= bound_b + 1e-9 * max(1.0, objective_b):
+        status_b = "OPTIMAL"
+    elif status_b == "OPTIMAL":
+        status_b = "FEASIBLE"
+    first = Certificate(
+        step=f"{step} (a)", status=status_a, objective=objective_a,
+        bound=None if bound_a is None else min(bound_a, objective_a),
+        heuristic_objective=None if heuristic is None else heuristic[0],
+        objective_name=counts_name(deferral_weight))
+    second = Certificate(
+        step=f"{step} (b)", status=status_b, objective=objective_b,
+        bound=None if bound_b is None else min(bound_b, objective_b),
+        heuristic_objective=None if heuristic is None else heuristic[1],
+        objective_name=OBJECTIVES[cost.name])
+    certificate = lexicographic(step, first, second)
+    if detail:
+        certificate = Certificate(**{**certificate.__dict__, "detail": detail})
+    return certificate
