@@ -33,7 +33,7 @@ from republish.generalization import Domain, group_boxes, perimeters
 from republish.heuristics.assign import assign_new_rows
 from republish.heuristics.balancing import balance_buckets
 from republish.heuristics.division import divide_by_signature
-from republish.objectives import ReleaseCost
+from republish.objectives import CostName, ReleaseCost
 from republish.parameters import Eligibility
 from republish.principles.catalog.m_invariance import MInvarianceOptions
 from republish.problems.eligibility import EligibilitySolution, solution_from_targets
@@ -129,6 +129,7 @@ def publish_m_invariant(
     time_limit: float = 10.0,
     workers: int = 1,
     new_population: bool = False,
+    cost: CostName = "perimeter",
 ) -> StepResult:
     """Compute, verify and return release ``n`` of an m-invariant sequence.
 
@@ -139,7 +140,10 @@ def publish_m_invariant(
     :class:`~republish.solver.options.SolveOptions`: ``heuristic`` runs the paper's
     phases alone; ``auto`` (default) and ``exact`` take the counts from the
     bucket-assignment model and group every bucket exactly, hinted with the phases,
-    within one ``time_limit`` budget for the step. The other parameters are those of
+    within one ``time_limit`` budget for the step, then the whole-release model
+    (:mod:`republish.solver.m_invariance_whole`) improves and certifies the release for
+    the lexicographic objective of :mod:`republish.objectives` (``cost``: ``perimeter``
+    or ``ncp`` as objective (b)). The other parameters are those of
     :func:`republish.solver.release_step.run_release_step`.
 
     Raises
@@ -150,7 +154,8 @@ def publish_m_invariant(
     """
     return run_release_step(
         PRINCIPLE, build_m_invariant, table, schema, MInvarianceOptions(m), previous,
-        solve=SolveOptions(mode, time_limit, workers), eligibility=eligibility, rng=rng,
+        solve=SolveOptions(mode, time_limit, workers, cost=cost), eligibility=eligibility,
+        rng=rng,
         number=number, progress=progress, validated=validated, new_population=new_population,
     )
 
@@ -224,7 +229,7 @@ def build_m_invariant(context: StepContext) -> Built:
     real = item_rows >= 0
     labels, item_labels = np.unique(item_groups, return_inverse=True)
     slots = np.bincount(item_labels, minlength=len(labels))
-    cost = ReleaseCost.of(schema, codes)
+    cost = ReleaseCost.of(schema, codes, solve.cost)
     pipeline_a = float(int((~real).sum()) + len(deferred_rows))
     pipeline_b = cost.total_labelled(item_rows[real], item_labels[real], slots)
     counts = None if decided is None else decided.certificate

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 from republish.errors import ParameterError
+from republish.objectives import CostName, validate_cost
 
 __all__ = ["MODES", "Deadline", "Mode", "SolveOptions"]
 
@@ -47,12 +48,15 @@ class Deadline:
 @dataclass(frozen=True)
 class SolveOptions:
     """``mode``, ``time_limit`` (seconds, one budget per step), ``workers`` (CP-SAT / MIP
-    threads) and ``seed`` (the models' random seed; ``None``: drawn from the step's rng)."""
+    threads), ``seed`` (the models' random seed; ``None``: drawn from the step's rng) and
+    ``cost``, the generalization objective (b) the models minimize."""
 
     mode: Mode = "auto"
     time_limit: float = 10.0
     workers: int = 1
     seed: int | None = None
+    #: Objective (b) of :mod:`republish.objectives` (m-invariance: ``perimeter`` or ``ncp``).
+    cost: CostName = "perimeter"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -72,6 +76,7 @@ class SolveOptions:
                                       or not isinstance(self.seed, int)
                                       or not 0 <= self.seed < 2**31):
             raise ParameterError(f"seed must be an integer in [0, 2^31), got {self.seed!r}.")
+        object.__setattr__(self, "cost", validate_cost(self.cost))
         object.__setattr__(self, "mode", cast(Mode, self.mode))
         object.__setattr__(self, "time_limit", float(limit))
 
