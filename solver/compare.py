@@ -30,7 +30,8 @@ __all__ = ["COLUMNS", "PIPELINES", "compare_pipelines", "plot_comparison"]
 PIPELINES: tuple[Mode, ...] = ("heuristic", "exact")
 COLUMNS = (
     "pipeline", "release", "counterfeits", "deferred", "mean_perimeter", "query_error",
-    "status", "objective", "bound", "gap", "grouping_status", "grouping_gap", "wall_time_s",
+    "status", "objective", "bound", "gap", "counts_status", "cost", "cost_status",
+    "cost_bound", "cost_gap", "grouping_status", "grouping_gap", "wall_time_s",
 )
 
 
@@ -96,6 +97,11 @@ def compare_pipelines(
                 "objective": summary["objective"],
                 "bound": summary["bound"],
                 "gap": summary["gap"],
+                "counts_status": summary.get("counts_status"),
+                "cost": summary.get("cost"),
+                "cost_status": summary.get("cost_status"),
+                "cost_bound": summary.get("cost_bound"),
+                "cost_gap": summary.get("cost_gap"),
                 "grouping_status": summary["grouping_status"],
                 "grouping_gap": summary["grouping_gap"],
                 "wall_time_s": summary["wall_time_s"],

@@ -75,6 +75,7 @@ def test_one_row_per_pipeline_and_release(run: tuple[int, list[dict[str, Any]], 
     for row in rows:
         assert set(row) == {"pipeline", "release", "counterfeits", "deferred", "mean_perimeter",
                             "query_error", "status", "objective", "bound", "gap",
+                            "counts_status", "cost", "cost_status", "cost_bound", "cost_gap",
                             "grouping_status", "grouping_gap", "wall_time_s"}
         assert row["objective"] == row["counterfeits"] + row["deferred"]
         assert row["mean_perimeter"] > 0 and row["wall_time_s"] > 0
@@ -85,6 +86,11 @@ def test_one_row_per_pipeline_and_release(run: tuple[int, list[dict[str, Any]], 
     assert all(row["grouping_status"] in ("OPTIMAL", "FEASIBLE", "HEURISTIC") for row in exact)
     assert all((row["grouping_gap"] == 0) == (row["grouping_status"] == "OPTIMAL")
                for row in exact)
+    # The release's status claims what both stages proved, never a sub-step's status.
+    for row in rows:
+        both = row["counts_status"] == "OPTIMAL" and row["cost_status"] == "OPTIMAL"
+        assert (row["status"] == "OPTIMAL") == both
+        assert row["cost_bound"] is None or row["cost_bound"] <= row["cost"] + 1e-9
 
 
 def test_exact_not_worse_from_identical_state(
