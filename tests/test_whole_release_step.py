@@ -147,3 +147,26 @@ def test_ncp_objective_is_optimized_and_named() -> None:
     assert ncp_of(runs["ncp"].release) <= ncp_of(runs["perimeter"].release) + 1e-9
     assert runs["ncp"].certificate.status == "OPTIMAL"
     assert runs["ncp"].summary()["cost_name"].startswith("NCP")
+
+
+def test_cli_release_and_history_print_both_stages(tmp_path, monkeypatch, capsys) -> None:
+    from helpers import run_cli
+
+    from republish.examples import hospital as example_module
+
+    folder = __import__("pathlib").Path(example_module.__file__).parent / "hospital"
+    store, out = tmp_path / "s.db", tmp_path / "out"
+    assert run_cli(monkeypatch, capsys, "init", "--store", str(store), "--schema",
+                   str(folder / "schema.toml"), "--m", "2")[0] == 0
+    code, text, _ = run_cli(monkeypatch, capsys, "release", str(folder / "table1a.csv"),
+                            "--store", str(store), "-o", str(out), "--solver", "exact")
+    assert code == 0
+    assert "release OPTIMAL; (a) counterfeits + 1·deferrals = 0.00 (OPTIMAL" in " ".join(
+        text.split())
+    code, text, _ = run_cli(monkeypatch, capsys, "release", str(folder / "table2a.csv"),
+                            "--store", str(store), "-o", str(out), "--solver", "heuristic",
+                            "--cost", "ncp")
+    assert code == 0 and "(b) NCP" in " ".join(text.split())
+    code, text, _ = run_cli(monkeypatch, capsys, "history", "--store", str(store))
+    flat = " ".join(text.split())
+    assert code == 0 and "(b) status" in flat and "HEURISTIC" in flat and "OPTIMAL" in flat
