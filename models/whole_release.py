@@ -37,11 +37,13 @@ the columns of reduced cost ``<= UB - D``, which contain every cheaper solution
 While all columns number at most ``max_columns`` they are enumerated. Past that, the
 smallest column families are enumerated whole and the others up to a box-extent radius; for
 the box extent, column generation then prices the missing columns exactly (enumeration
-pruned by reduced cost) until none has a negative reduced cost, after which the columns of
-reduced cost ``<= UB - D`` are enumerated the same way, so the answer can still be proven
-optimal. The count plan's release and the hint are always columns, so the answer is never
-worse than either; whatever is not proven gets the best valid bound found (LP duality or
-:func:`whole_release_bound`).
+pruned by reduced cost, :func:`republish.models.whole_release_bound.enumerate_columns`);
+each complete pricing round gives a valid bound, and the reduced-cost fixing enumerates
+the columns of reduced cost ``<= UB - D`` the same way, so the answer can still be proven
+optimal. When even pricing has too many candidates, columns of a growing radius are priced
+instead (better columns, no bound). The count plan's release and the hint are always
+columns, so the answer is never worse than either; whatever is not proven gets the best
+valid bound found (LP duality or the cycle-cover bound of :func:`whole_release_bound`).
 """
 
 from __future__ import annotations
@@ -392,11 +394,13 @@ def _scip(master: Master, keep: np.ndarray, start: list[int], time_limit: float,
 
 
 def _price(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray, theta: float,
-           limit: int) -> np.ndarray | None:
-    """Every column with ``|σ|·box extent - Σ pi <= theta`` (None past ``limit``)."""
+           limit: int, radius: float = math.inf) -> np.ndarray | None:
+    """Every column with ``|σ|·box extent - Σ pi <= theta`` (and box extent ``<= radius``);
+    None past ``limit``."""
     found = []
     for family in fams:
-        columns = enumerate_columns(problem, family, limit=limit, pi=pi, theta=theta)
+        columns = enumerate_columns(problem, family, limit=limit, pi=pi, theta=theta,
+                                    radius=radius)
         if columns is None:
             return None
         found.append(columns)
@@ -432,6 +436,8 @@ def _stage2(columns: _Columns, fams: list[Family], radius: np.ndarray, start: li
     complete = bool(np.isposinf(radius).all())
     best, best_cost = list(start), float(columns.cost[start].sum())
     bound, relaxed, rounds, previous = -math.inf, None, 0, math.inf
+    reach = float(radius[np.isfinite(radius)].max(initial=0.0))  # partial pricing's radius
+    scale = float(np.ptp(problem.points, axis=0).sum()) if n else 0.0  # no box is larger
     fixing: tuple[Any, float] | None = None  # (relaxation whose duals fix, D_g)
     while left() > 0:
         relaxed = relax(columns.master(radius), left() / 2)
@@ -441,18 +447,35 @@ def _stage2(columns: _Columns, fams: list[Family], radius: np.ndarray, start: li
             fixing, bound = (relaxed, relaxed.bound), relaxed.bound
             break
         bound = max(bound, relaxed.bound_radius if box else -math.inf)
-        if not box or left() < time_limit / 2:  # column generation: the first half at most
+        if not box or left() < 0.6 * time_limit:  # column generation: 40% of the time
             break
-        priced = _price(problem, fams, relaxed.pi, 0.0, limit)
+        priced, exact = _price(problem, fams, relaxed.pi, 0.0, limit), True
+        while priced is None or not exact:  # too many to price all: a larger radius, no bound
+            if priced is not None:
+                fresh = columns.canonical(priced[columns.missing(priced)])
+                if (reduced_costs(fresh, *columns.attributes(fresh), relaxed.y,
+                                  relaxed.y_a) < 0).any():
+                    break
+            if reach >= scale:
+                priced = None
+                break
+            reach = max(reach * 1.5, 1e-3 * scale)
+            priced, exact = _price(problem, fams, relaxed.pi, 0.0, limit, reach), reach >= scale
+            if priced is None:
+                break
         if priced is None:
             break
         priced = columns.canonical(priced[columns.missing(priced)])
         rc = reduced_costs(priced, *columns.attributes(priced), relaxed.y, relaxed.y_a)
+        rounds += 1
+        if not exact:
+            order = np.argsort(rc, kind="stable")[:max(2 * n, 2000)]
+            columns.add(priced[order[rc[order] < 0]])
+            continue
         share = np.zeros(n + 1)
         np.minimum.at(share, np.where(priced < 0, n, priced),
                       (np.minimum(rc, 0) / (priced >= 0).sum(axis=1))[:, None])
         least = float(share[:n].sum())
-        rounds += 1
         if fixing is None or relaxed.bound + least > fixing[1]:
             fixing = (relaxed, relaxed.bound + least)
         bound = max(bound, relaxed.bound + least)
@@ -495,7 +518,8 @@ def _stage2(columns: _Columns, fams: list[Family], radius: np.ndarray, start: li
             keep = np.union1d(np.union1d(fixed, pool), free[xs[free] > 1e-9])
             keep = np.union1d(keep, _cheapest_per_row(master.members[free], rc[free], free, 20))
             keep = keep.astype(np.int64)
-            _, found_cols, value, _ = _scip(master, keep, best, left() / 2, seed)
+            portion = 0.25 if attempt == "dive" else 0.6
+            _, found_cols, value, _ = _scip(master, keep, best, portion * left(), seed)
             if found_cols is None:
                 continue
             picked = found_cols
@@ -733,15 +757,16 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         late = np.flatnonzero(~covered)
         candidates.append(_Candidate(*_objectives(problem, groups, len(late), weight, measure),
                                      groups, late, "model"))
-    best = min(reversed(candidates), key=lambda c: (c.a, c.b))
+    best = min(candidates, key=lambda c: (c.a, c.b))  # ties: the hint, the count plan
     a_done = a_star is not None and best.a == a_star
     status_a = "OPTIMAL" if a_done else "FEASIBLE" if best.source == "model" else "HEURISTIC"
     if a_done and stage == "OPTIMAL":
         status_b, bound_b = "OPTIMAL", min(best.b, scip_bound)
     else:
         status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
-        bound_b = max(cycle_cover_bound(problem, measure, float(incumbent.a), weight),
-                      scip_bound)
+        grace = started + time_limit + min(1.0, 0.1 * time_limit)
+        bound_b = max(0.0, scip_bound, cycle_cover_bound(problem, measure, float(incumbent.a),
+                                                         weight, deadline=grace))
     answer = _answer(problem, best, (status_a, status_b), (bound_a, bound_b), started,
                      len(columns.cost), f"{detail}; answer from the {best.source}")
     broken = release_problems(problem, answer.groups, answer.deferred)

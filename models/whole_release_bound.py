@@ -418,8 +418,9 @@ def _pair_extents(extent: Extent, rows_a: np.ndarray, rows_b: np.ndarray) -> np.
                      for i in rows_a.tolist()], dtype=np.float64).reshape(len(rows_a), -1)
 
 
-def partners(problem: WholeReleaseProblem, extent: Extent, k: int = 12, block: int = 256
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def partners(problem: WholeReleaseProblem, extent: Extent, k: int = 12, block: int = 256,
+             deadline: float = math.inf
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Per row ``i``: ``δ_i``, the least extent of a group holding ``i`` and another real row;
     its ``k`` nearest compatible rows (``-1`` pads) and their pair extents; the ``(k+1)``-th
     smallest pair extent (``inf`` if none).
@@ -427,7 +428,8 @@ def partners(problem: WholeReleaseProblem, extent: Extent, k: int = 12, block: i
     ``i``'s group is a group of bucket ``b`` (``i`` old of ``b``: a partner among old rows of
     ``b`` and new rows of ``σ_b``; ``i`` new, ``v_i ∈ σ_b``: it holds an old row of ``b``) or
     a new group (``i`` new: a new partner; without counterfeits in new groups ``max(1, m-1)``
-    new partners of distinct values, so the ``(m-1)``-th smallest per-value nearest)."""
+    new partners of distinct values, so the ``(m-1)``-th smallest per-value nearest).
+    None past ``deadline`` (``time.perf_counter()`` seconds)."""
     counts = ReleaseCounts.of(problem)
     n, values, bucket, new = len(problem.values), problem.values, problem.bucket, counts.is_new
     sig = np.vstack([counts.in_signature, np.zeros((1, problem.domain_size), bool)])
@@ -437,6 +439,8 @@ def partners(problem: WholeReleaseProblem, extent: Extent, k: int = 12, block: i
     near, near_cost = np.full((n, k), -1), np.full((n, k), np.inf)
     everything = np.arange(n)
     for start in range(0, n, block):
+        if time.perf_counter() > deadline:
+            return None
         rows = everything[start:start + block]
         dist = _pair_extents(extent, rows, everything)
         other = values[rows][:, None] != values[None, :]
@@ -480,18 +484,23 @@ def _alone_weights(problem: WholeReleaseProblem, weight: Fraction) -> np.ndarray
 
 
 def cycle_cover_bound(problem: WholeReleaseProblem, extent: Extent | None, budget: float,
-                      weight: Fraction, scale: float = 1e6) -> float:
-    """The bound of :func:`whole_release_bound` for a budget ``>= A*``."""
+                      weight: Fraction, scale: float = 1e6, deadline: float = math.inf
+                      ) -> float:
+    """The bound of :func:`whole_release_bound` for a budget ``>= A*`` (0 when the pair
+    extents are not all computed by ``deadline``; the search stops there too)."""
     n = len(problem.values)
     if n == 0 or not np.isfinite(budget):
         return 0.0
-    delta, near, near_cost, far = partners(problem, extent or BoxExtent(problem.points))
+    found = partners(problem, extent or BoxExtent(problem.points), deadline=deadline)
+    if found is None:
+        return 0.0
+    delta, near, near_cost, far = found
     alone = _alone_weights(problem, weight)
     tail = np.repeat(np.arange(n), near.shape[1])
     head, cost = near.ravel(), np.maximum(near_cost, delta[:, None]).ravel()
-    keep = head >= 0
+    keep = (head >= 0) & np.isfinite(cost)  # δ_i = inf: row i can only be alone
     tail, head, cost = tail[keep], head[keep], cost[keep]
-    hub_rows = np.flatnonzero(np.isfinite(far))
+    hub_rows = np.flatnonzero(np.isfinite(np.maximum(far, delta)))
     alone_rows = np.flatnonzero(np.isfinite(alone))
 
     def lagrangian(lam: float) -> float:
@@ -518,6 +527,8 @@ def cycle_cover_bound(problem: WholeReleaseProblem, extent: Extent | None, budge
     low, high = 0.0, top
     best = max(lagrangian(0.0), lagrangian(top))
     for _ in range(25):  # golden-section search on the concave dual function
+        if time.perf_counter() > deadline:
+            break
         a, b = high - 0.618 * (high - low), low + 0.618 * (high - low)
         fa, fb = lagrangian(a), lagrangian(b)
         best = max(best, fa, fb)
@@ -542,7 +553,8 @@ def whole_release_bound(problem: WholeReleaseProblem, *, extent: Extent | None =
     ``(b) >= min over permutations of [Σ arc costs + λ·Σ fixed-point weights] - λ·budget``,
     a min-cost assignment; arcs beyond a row's ``k`` nearest go through a hub at the
     ``(k+1)``-th smallest cost, which only lowers the minimum. ``budget`` defaults to the
-    count model's value (A* when its status is OPTIMAL).
+    count model's value (A* when its status is OPTIMAL). ``time_limit`` bounds the whole
+    call (the (b) bound is 0 when the pair extents are not done by then).
     """
     started = time.perf_counter()
     plan = optimal_counts(problem, time_limit=time_limit, workers=workers, seed=seed)
@@ -553,6 +565,7 @@ def whole_release_bound(problem: WholeReleaseProblem, *, extent: Extent | None =
     a_bound = plan.bound / weight.denominator if plan.value is not None else 0.0
     if budget is None:
         budget = math.inf if plan.value is None else plan.value / weight.denominator
-    b_bound = cycle_cover_bound(problem, extent, float(budget), weight)
+    b_bound = cycle_cover_bound(problem, extent, float(budget), weight,
+                                deadline=started + time_limit)
     return WholeReleaseBound(float(a_bound), plan.status, b_bound, float(budget),
                              time.perf_counter() - started)

@@ -242,6 +242,7 @@ def test_hint_is_never_beaten_and_time_out_returns_valid(problem: WholeReleasePr
         check_release(problem, solution)
         ours = (Fraction(solution.objective_a).limit_denominator(10**6), solution.objective_b)
         assert ours <= (hint_a, hint_b + TOL)  # lexicographically no worse than the hint
+        assert {solution.status_a, solution.status_b} <= {"OPTIMAL", "FEASIBLE", "HEURISTIC"}
         assert solution.bound_a <= float(optimum[0]) + 1e-9
         assert solution.bound_b <= optimum[1] + 1e-9
         if solution.status_b == "OPTIMAL":
