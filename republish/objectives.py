@@ -134,11 +134,60 @@ class ReleaseCost:
                  else np.bincount(labels, minlength=count).astype(np.float64))
         return float((sizes * lengths.sum(axis=1)).sum())
 
+    def _lengths(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """Normalized length per QI of boxes ``low..high`` (shape ``(..., d)``)."""
+        lengths = high - low
+        for j, qi in enumerate(self.schema.qis):
+            if qi.kind == "hierarchy":
+                assert qi.hierarchy is not None
+                leaves = len(qi.hierarchy.leaves)
+                flat_low = low[..., j].reshape(-1).astype(np.int64)
+                flat_high = high[..., j].reshape(-1).astype(np.int64)
+                covered = qi.hierarchy.covered_leaves(flat_low, flat_high).reshape(
+                    low.shape[:-1])
+                lengths[..., j] = (covered - 1) / (leaves - 1) if leaves > 1 else 0.0
+        return lengths
+
+    def batch(self, members: np.ndarray) -> np.ndarray:
+        """:meth:`extent` of every row of ``members`` (``(C, k)`` row indices, ``-1`` =
+        none), vectorized (the whole-release model's column enumeration calls this)."""
+        members = np.asarray(members, dtype=np.int64)
+        used = members >= 0
+        coords = self.points[np.where(used, members, 0)]
+        high = np.where(used[:, :, None], coords, -np.inf).max(axis=1)
+        low = np.where(used[:, :, None], coords, np.inf).min(axis=1)
+        some = used.any(axis=1)
+        low[~some], high[~some] = 0.0, 0.0
+        return np.where(some, self._lengths(low, high).sum(axis=1), 0.0)
+
+    def pairwise(self, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+        """``extent({i, j})`` for ``i`` in ``rows_a``, ``j`` in ``rows_b`` (a matrix)."""
+        a = self.points[np.asarray(rows_a, dtype=np.int64)][:, None, :]
+        b = self.points[np.asarray(rows_b, dtype=np.int64)][None, :, :]
+        return self._lengths(np.minimum(a, b), np.maximum(a, b)).sum(axis=2)
+
     def model_extent(self, signature_size: Callable[[np.ndarray], int]
                      ) -> Callable[[np.ndarray], float]:
         """The ``extent(rows)`` a model multiplies by |σ|: the extent itself for the
         perimeter; for NCP ``|R|/|σ| · extent`` (monotone under inclusion, since |R|/|σ|
         grows with R), so that ``|σ| · extent' = |R| · extent``."""
         if self.name == "perimeter":
-            return self.extent
+            return _Measure(self)
         return lambda rows: len(rows) / max(signature_size(rows), 1) * self.extent(rows)
+
+
+class _Measure:
+    """The perimeter's extent as the model's ``Extent``: a call, and the vectorized
+    ``batch`` and ``pairwise`` the model uses when they exist."""
+
+    def __init__(self, cost: ReleaseCost) -> None:
+        self.cost = cost
+
+    def __call__(self, rows: np.ndarray) -> float:
+        return self.cost.extent(rows)
+
+    def batch(self, members: np.ndarray) -> np.ndarray:
+        return self.cost.batch(members)
+
+    def pairwise(self, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+        return self.cost.pairwise(rows_a, rows_b)

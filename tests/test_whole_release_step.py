@@ -170,3 +170,24 @@ def test_cli_release_and_history_print_both_stages(tmp_path, monkeypatch, capsys
     code, text, _ = run_cli(monkeypatch, capsys, "history", "--store", str(store))
     flat = " ".join(text.split())
     assert code == 0 and "(b) status" in flat and "HEURISTIC" in flat and "OPTIMAL" in flat
+
+
+def test_vectorized_extents_equal_the_plain_extent() -> None:
+    """ReleaseCost.batch / pairwise (used by the model on hierarchy QIs) agree with
+    extent() row by row, on a schema with a hierarchy QI."""
+    from republish.schema import Hierarchy, QIAttribute, Schema
+
+    hierarchy = Hierarchy.from_rows([["a1", "A", "*"], ["a2", "A", "*"], ["b1", "B", "*"],
+                                     ["b2", "B", "*"], ["b3", "B", "*"]])
+    schema = Schema(identifier="id", sensitive="s", qis=(
+        QIAttribute("x", "numeric"), QIAttribute("h", "hierarchy", hierarchy=hierarchy)))
+    rng = np.random.default_rng(3)
+    codes = np.column_stack([rng.uniform(0, 50, 30), rng.integers(0, 5, 30)]).astype(float)
+    cost = ReleaseCost.of(schema, codes)
+    members = rng.integers(-1, 30, size=(40, 4))
+    members[:, 0] = rng.integers(0, 30, size=40)
+    expected = [cost.extent(row[row >= 0]) for row in members]
+    assert np.allclose(cost.batch(members), expected)
+    a, b = np.arange(10), np.arange(10, 30)
+    pairs = cost.pairwise(a, b)
+    assert np.allclose(pairs, [[cost.extent(np.array([i, j])) for j in b] for i in a])

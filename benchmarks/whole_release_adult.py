@@ -1,0 +1,109 @@
+"""Whole-release optimization on Adult: the heuristic pipeline against the exact pipeline
+(whole-release model warm-started by it), per release, for objectives (a) and (b).
+
+Series (m-invariance paper, §5.2 protocol, :func:`republish.datasets.dynamic_series`): UCI
+Adult, sensitive ``occupation``, QIs ``age, sex, education, native-country``; a first release
+of ``--initial`` rows and ``--r`` deletions and insertions per release.
+
+For every m and every pipeline (``heuristic``; ``exact`` with each ``--time-limit``) it
+records per release: (a) counterfeits + deferrals, (b) the perimeter of
+:mod:`republish.objectives`, the release status, both stages' status, bound and gap, and
+the wall time. Prints Markdown for ``benchmarks/RESULTS.md`` and writes
+``benchmarks/whole_release_adult_<initial>.csv``.
+
+Usage::
+
+    python benchmarks/whole_release_adult.py --initial 20000 --r 2000 --releases 6 \\
+        --m 2 3 4 5 6 7 --time-limit 10
+    python benchmarks/whole_release_adult.py --initial 200 --r 20 --releases 6 \\
+        --m 2 3 4 --time-limit 1 --mode auto
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from republish.datasets import dynamic_series, load_adult
+from republish.solver.m_invariance import publish_m_invariant
+
+HERE = Path(__file__).resolve().parent
+QIS = ["age", "sex", "education", "native-country"]
+
+
+def run(initial: int, r: int, releases: int, ms: list[int], limits: list[float], mode: str,
+        seed: int) -> pd.DataFrame:
+    table, schema = load_adult(sensitive="occupation", qis=QIS)
+    series = dynamic_series(table, initial, r, releases, seed)
+    records = []
+    pipelines = [("heuristic", 10.0)] + [(mode, limit) for limit in limits]
+    for m in ms:
+        for pipeline, limit in pipelines:
+            state = None
+            for microdata in series:
+                started = time.perf_counter()
+                step = publish_m_invariant(microdata, schema, m, state, mode=pipeline,  # type: ignore[arg-type]
+                                           time_limit=limit, rng=np.random.default_rng(seed))
+                state = step.state
+                summary = step.summary()
+                records.append({
+                    "m": m, "pipeline": pipeline if pipeline == "heuristic"
+                    else f"{pipeline} {limit:g}s",
+                    "release": summary["release"], "rows": summary["rows"],
+                    "a": summary["objective"], "a_status": summary["counts_status"],
+                    "b": summary["cost"], "b_status": summary["cost_status"],
+                    "b_bound": summary["cost_bound"], "b_gap": summary["cost_gap"],
+                    "status": summary["status"],
+                    "time_s": time.perf_counter() - started,
+                })
+                print(records[-1], file=sys.stderr, flush=True)
+    return pd.DataFrame.from_records(records)
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """Per m and pipeline: totals of (a) and (b), (b) against the heuristic, share of
+    releases proven OPTIMAL, median gap of (b), the largest release time."""
+    lines = ["| m | pipeline | Σ (a) | Σ (b) | (b) vs heuristic | proven optimal | "
+             "median (b) gap | max time s |", "|---|---|---|---|---|---|---|---|"]
+    for m, rows in frame.groupby("m"):
+        base = rows[rows["pipeline"] == "heuristic"]["b"].sum()
+        for pipeline, part in rows.groupby("pipeline", sort=False):
+            gaps = part["b_gap"].dropna()
+            lines.append(
+                f"| {m} | {pipeline} | {part['a'].sum():g} | {part['b'].sum():.1f} | "
+                f"{100 * (part['b'].sum() / base - 1):+.1f} % | "
+                f"{int((part['status'] == 'OPTIMAL').sum())}/{len(part)} | "
+                f"{'-' if gaps.empty else f'{100 * gaps.median():.1f} %'} | "
+                f"{part['time_s'].max():.1f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--initial", type=int, default=20_000)
+    parser.add_argument("--r", type=int, default=2_000)
+    parser.add_argument("--releases", type=int, default=6)
+    parser.add_argument("--m", type=int, nargs="+", default=[2, 3, 4, 5, 6, 7])
+    parser.add_argument("--time-limit", type=float, nargs="+", default=[10.0])
+    parser.add_argument("--mode", choices=["auto", "exact"], default="exact")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    frame = run(args.initial, args.r, args.releases, args.m, args.time_limit, args.mode,
+                args.seed)
+    out = HERE / f"whole_release_adult_{args.initial}.csv"
+    frame.to_csv(out, index=False)
+    command = "python benchmarks/whole_release_adult.py " + " ".join(sys.argv[1:])
+    print(f"`{command}` — {platform.machine()}, {os.cpu_count()} cores, {date.today()}\n")
+    print(markdown(frame))
+
+
+if __name__ == "__main__":
+    main()
