@@ -572,11 +572,14 @@ def _feasible(master: Master, chosen: np.ndarray) -> bool:
 
 
 def _initial_columns(problem: WholeReleaseProblem, fams: list[Family], is_new: np.ndarray,
-                     limit: int) -> tuple[list[np.ndarray], np.ndarray, str]:
+                     limit: int, deadline: float = math.inf
+                     ) -> tuple[list[np.ndarray], np.ndarray, str]:
     """The columns to start from, and per row a radius ``r_i``: every column holding row
     ``i`` of box extent ``<= r_i`` is among them (``inf``: every column). All columns when
     they number at most ``limit``; else the smallest families whole (up to half the limit)
-    and the others' columns of extent ``<= r``, ``r`` (about) as large as the limit allows."""
+    and the others' columns of extent ``<= r``, ``r`` (about) as large as the limit and the
+    ``deadline`` (``time.perf_counter()``) allow; a family cut off by the deadline is left
+    out (its rows get radius ``-inf``: nothing is claimed of them)."""
     sizes = [count_columns(f, is_new) for f in fams]
     radius_of_row = np.full(len(problem.values), math.inf)
     whole, used = [], 0
@@ -584,7 +587,11 @@ def _initial_columns(problem: WholeReleaseProblem, fams: list[Family], is_new: n
         if used + sizes[f] <= (limit if sum(sizes) <= limit else limit // 2):
             whole.append(f)
             used += sizes[f]
-    found = [enumerate_columns(problem, fams[f], limit=limit) for f in whole]
+    found = [enumerate_columns(problem, fams[f], limit=limit, deadline=deadline)
+             for f in whole]
+    for f, columns in zip(whole, found, strict=True):
+        if columns is None:  # out of time: claim nothing of its rows
+            radius_of_row[np.concatenate(fams[f].pools)] = -math.inf
     rest = [fams[f] for f in range(len(fams)) if f not in whole]
     if not rest:
         return [c for c in found if c is not None], radius_of_row, "all columns"
@@ -593,7 +600,7 @@ def _initial_columns(problem: WholeReleaseProblem, fams: list[Family], is_new: n
         out: list[np.ndarray] = []
         for family in rest:
             columns = enumerate_columns(problem, family, limit=limit - used - sum(map(len, out)),
-                                        radius=radius)
+                                        radius=radius, deadline=deadline)
             if columns is None:
                 return None
             out.append(columns)
@@ -602,12 +609,15 @@ def _initial_columns(problem: WholeReleaseProblem, fams: list[Family], is_new: n
     scale = float(np.ptp(problem.points, axis=0).sum()) if len(problem.points) else 0.0
     radius, local = max(scale, 1e-9) / 64, None
     for _ in range(6):  # shrink until the columns fit
+        if time.perf_counter() > deadline:
+            break
         local = within(radius)
         if local is not None:
             break
         radius /= 2
     grow = 2.0
-    while local is not None and grow > 1.1 and radius < scale:  # x2, then x1.5, x1.25
+    while local is not None and grow > 1.1 and radius < scale and \
+            time.perf_counter() < deadline:  # x2, then x1.5, x1.25
         more = within(radius * grow)
         if more is None:
             grow = 1 + (grow - 1) / 2
@@ -730,7 +740,9 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         plan.value is not None else None
     fams = families(problem, counts, math.floor(incumbent.a))
     if time_limit - (time.perf_counter() - started) > 0.005:
-        parts, radius, detail = _initial_columns(problem, fams, counts.is_new, max_columns)
+        parts, radius, detail = _initial_columns(
+            problem, fams, counts.is_new, max_columns,
+            deadline=started + 0.6 * time_limit)
     else:
         parts, radius, detail = [], np.full(len(problem.values), -math.inf), "out of time"
     box = extent is None or isinstance(extent, BoxExtent)

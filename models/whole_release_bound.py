@@ -250,14 +250,16 @@ def count_columns(family: Family, is_new: np.ndarray) -> int:
 
 def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: int,
                       radius: float = math.inf, pi: np.ndarray | None = None,
-                      theta: float = math.inf) -> np.ndarray | None:
+                      theta: float = math.inf, deadline: float = math.inf
+                      ) -> np.ndarray | None:
     """The columns of ``family`` (``(C, hi)`` row indices, ``-1`` pads) of box extent
     ``<= radius`` and, given row prices ``pi``, with ``|σ|·box extent - Σ_{i∈R} pi_i <=
     theta``; ``None`` when more than ``limit`` partial columns arise.
 
     Built one pool at a time; a partial column ``P`` is dropped when no completion can pass:
     its box only grows, and the rows still to come add at most the ``hi - |P|`` largest
-    per-pool maxima of ``max(pi, 0)``."""
+    per-pool maxima of ``max(pi, 0)``. ``None`` too once ``time.perf_counter()`` passes
+    ``deadline``."""
     pools = [p for p in family.pools if len(p)]
     points, old_row = problem.points, problem.bucket >= 0
     old_later = np.append(np.cumsum([old_row[p].any() for p in pools][::-1])[::-1][1:], 0) > 0
@@ -273,6 +275,8 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
     low = np.full((1, points.shape[1]), np.inf)
     high = np.full((1, points.shape[1]), -np.inf)
     for t, rows in enumerate(pools):
+        if time.perf_counter() > deadline:
+            return None
         grow = np.flatnonzero(size < family.hi)
         parent = np.concatenate([np.flatnonzero(size + len(pools) - t - 1 >= family.lo),
                                  np.repeat(grow, len(rows))])
