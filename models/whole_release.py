@@ -57,28 +57,21 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from ortools.linear_solver.python import model_builder
 
 from republish.errors import ParameterError
 from republish.models.whole_release_bound import (
     BoxExtent,
     CountPlan,
     Extent,
-    Family,
-    Master,
     ReleaseCounts,
     WholeReleaseBound,
-    count_columns,
     cycle_cover_bound,
-    enumerate_columns,
     families,
     optimal_counts,
-    partition_model,
     rational_weight,
-    reduced_costs,
-    relax,
     whole_release_bound,
 )
+from republish.models.whole_release_columns import Columns, initial_columns, stage2
 
 __all__ = [
     "BoxExtent",
@@ -313,325 +306,6 @@ def realize_counts(problem: WholeReleaseProblem, plan: CountPlan
                                                                            dtype=np.int64)
 
 
-class _Columns:
-    """The columns present: rows (``-1`` pads, sorted), attributes, and a Master for them."""
-
-    def __init__(self, problem: WholeReleaseProblem, counts: ReleaseCounts, measure: Extent,
-                 weight: Fraction, rhs: int, width: int) -> None:
-        self.problem, self.counts, self.measure, self.weight = problem, counts, measure, weight
-        self.rhs, self.width = rhs, width
-        self.members = np.zeros((0, width), dtype=np.int64)
-        self.cost, self.a_coef = np.zeros(0), np.zeros(0, dtype=np.int64)
-        self.index: dict[bytes, int] = {}
-
-    def canonical(self, block: np.ndarray) -> np.ndarray:
-        n = len(self.problem.values)
-        block = np.hstack([block, np.full((len(block), self.width - block.shape[1]), -1)])
-        ordered = np.sort(np.where(block < 0, n, block), axis=1)
-        return np.where(ordered == n, -1, ordered).astype(np.int64)
-
-    def attributes(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Cost ``|σ|·extent`` and (a) coefficient ``q·cf - p·new`` of canonical columns."""
-        problem, counts, p, q = self.problem, self.counts, self.weight.numerator, \
-            self.weight.denominator
-        used = block >= 0
-        at = np.maximum(block, 0)
-        size = used.sum(axis=1)
-        kind = np.where(used, problem.bucket[at], -1).max(axis=1)
-        sigma = np.where(kind >= 0, np.append(counts.signature_size, 0)[kind],
-                         np.maximum(problem.m, size))
-        batch = getattr(self.measure, "batch", None)
-        spread = np.asarray(batch(block), dtype=np.float64) if batch is not None else np.array(
-            [self.measure(row[row >= 0]) for row in block], dtype=np.float64)
-        return sigma * spread, q * (sigma - size) - p * (used & counts.is_new[at]).sum(axis=1)
-
-    def add(self, block: np.ndarray) -> np.ndarray:
-        """Add columns (duplicates merged); their indices."""
-        block = self.canonical(block)
-        where, fresh = np.empty(len(block), dtype=np.int64), []
-        for c, row in enumerate(block):
-            key = row.tobytes()
-            if key not in self.index:
-                self.index[key] = len(self.index)
-                fresh.append(c)
-            where[c] = self.index[key]
-        if fresh:
-            cost, a_coef = self.attributes(block[fresh])
-            self.members = np.vstack([self.members, block[fresh]])
-            self.cost, self.a_coef = np.append(self.cost, cost), np.append(self.a_coef, a_coef)
-        return where
-
-    def missing(self, block: np.ndarray) -> np.ndarray:
-        block = self.canonical(block)
-        return np.array([row.tobytes() not in self.index for row in block], dtype=bool)
-
-    def master(self, radius: np.ndarray) -> Master:
-        exact = ~(self.counts.is_new & self.problem.allow_deferrals)
-        row_a = np.where(self.counts.is_new, -self.weight.numerator, 0)
-        return Master(self.members, self.cost, self.a_coef, self.rhs, exact, row_a, radius)
-
-
-def _scip(master: Master, keep: np.ndarray, start: list[int], time_limit: float, seed: int
-          ) -> tuple[str, list[int] | None, float, float]:
-    """SCIP over the columns ``keep`` from the solution ``start`` (global column indices):
-    status, chosen columns (global), objective, bound of the restricted problem."""
-    model, x, _, _ = partition_model(master, keep)
-    chosen = set(start)
-    for c, var in zip(keep.tolist(), x, strict=True):
-        model.add_hint(var, 1.0 if c in chosen else 0.0)
-    solver = model_builder.Solver("scip")
-    solver.set_time_limit_in_seconds(max(time_limit, 0.01))
-    solver.set_solver_specific_parameters(
-        f"limits/gap = 0\nlimits/absgap = 1e-9\nrandomization/randomseedshift = {seed}\n")
-    status = {model_builder.SolveStatus.OPTIMAL: "OPTIMAL",
-              model_builder.SolveStatus.FEASIBLE: "FEASIBLE",
-              model_builder.SolveStatus.INFEASIBLE: "INFEASIBLE"}.get(solver.solve(model),
-                                                                      "TIMEOUT")
-    if status not in ("OPTIMAL", "FEASIBLE"):
-        return status, None, math.inf, -math.inf
-    picked = keep[np.asarray(solver.values(x), dtype=np.float64) > 0.5].tolist()
-    return status, picked, float(solver.objective_value), float(solver.best_objective_bound)
-
-
-def _price(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray, theta: float,
-           limit: int, radius: float = math.inf) -> np.ndarray | None:
-    """Every column with ``|σ|·box extent - Σ pi <= theta`` (and box extent ``<= radius``);
-    None past ``limit``."""
-    found = []
-    for family in fams:
-        columns = enumerate_columns(problem, family, limit=limit, pi=pi, theta=theta,
-                                    radius=radius)
-        if columns is None:
-            return None
-        found.append(columns)
-    width = max((c.shape[1] for c in found), default=1)
-    return np.vstack([np.hstack([c, np.full((len(c), width - c.shape[1]), -1)])
-                      for c in found]) if found else np.zeros((0, 1), np.int64)
-
-
-@dataclass
-class _Stage2:
-    status: str
-    chosen: list[int]
-    cost: float
-    bound: float
-    note: str
-
-
-def _stage2(columns: _Columns, fams: list[Family], radius: np.ndarray, start: list[int],
-            box: bool, time_limit: float, seed: int, limit: int) -> _Stage2:
-    """Price-and-fix (module docstring), with column generation when columns are missing.
-
-    After a complete pricing round with duals ``y``, give row ``i`` the least ``ρ_i <= 0`` of
-    ``rc_c / |R_c|`` over the missing columns ``c ∋ i``: as a solution covers each row at most
-    once, its missing columns add ``>= Σ_i ρ_i`` to ``yᵀb``, so ``D_g = D + Σ_i ρ_i`` bounds
-    every solution, and one using a column of reduced cost ``rc >= 0`` costs ``>= D_g + rc``:
-    the fixing enumerates the columns with ``rc <= UB - D_g``."""
-    started = time.perf_counter()
-
-    def left() -> float:
-        return time_limit - (time.perf_counter() - started)
-
-    problem, n = columns.problem, len(columns.problem.values)
-    complete = bool(np.isposinf(radius).all())
-    best, best_cost = list(start), float(columns.cost[start].sum())
-    bound, relaxed, rounds, previous = -math.inf, None, 0, math.inf
-    reach = float(radius[np.isfinite(radius)].max(initial=0.0))  # partial pricing's radius
-    scale = float(np.ptp(problem.points, axis=0).sum()) if n else 0.0  # no box is larger
-    fixing: tuple[Any, float] | None = None  # (relaxation whose duals fix, D_g)
-    while left() > 0:
-        relaxed = relax(columns.master(radius), left() / 2)
-        if relaxed is None:
-            break
-        if complete:
-            fixing, bound = (relaxed, relaxed.bound), relaxed.bound
-            break
-        bound = max(bound, relaxed.bound_radius if box else -math.inf)
-        if not box or left() < 0.6 * time_limit:  # column generation: 40% of the time
-            break
-        priced, exact = _price(problem, fams, relaxed.pi, 0.0, limit), True
-        while priced is None or not exact:  # too many to price all: a larger radius, no bound
-            if priced is not None:
-                fresh = columns.canonical(priced[columns.missing(priced)])
-                if (reduced_costs(fresh, *columns.attributes(fresh), relaxed.y,
-                                  relaxed.y_a) < 0).any():
-                    break
-            if reach >= scale:
-                priced = None
-                break
-            reach = max(reach * 1.5, 1e-3 * scale)
-            priced, exact = _price(problem, fams, relaxed.pi, 0.0, limit, reach), reach >= scale
-            if priced is None:
-                break
-        if priced is None:
-            break
-        priced = columns.canonical(priced[columns.missing(priced)])
-        rc = reduced_costs(priced, *columns.attributes(priced), relaxed.y, relaxed.y_a)
-        rounds += 1
-        if not exact:
-            order = np.argsort(rc, kind="stable")[:max(2 * n, 2000)]
-            columns.add(priced[order[rc[order] < 0]])
-            continue
-        share = np.zeros(n + 1)
-        np.minimum.at(share, np.where(priced < 0, n, priced),
-                      (np.minimum(rc, 0) / (priced >= 0).sum(axis=1))[:, None])
-        least = float(share[:n].sum())
-        if fixing is None or relaxed.bound + least > fixing[1]:
-            fixing = (relaxed, relaxed.bound + least)
-        bound = max(bound, relaxed.bound + least)
-        if -least <= 1e-6 * max(1.0, abs(bound)) or \
-                previous - relaxed.bound <= 1e-7 * max(1.0, abs(relaxed.bound)):
-            break  # converged, or stalled on degenerate columns
-        previous = relaxed.bound
-        order = np.argsort(rc, kind="stable")[:max(2 * n, 2000)]
-        columns.add(priced[order[rc[order] < 0]])
-    note = "LP" if complete else f"column generation: {rounds} rounds"
-    master = columns.master(radius)
-    if relaxed is None:
-        status, picked, value, found = _scip(master, np.arange(len(columns.cost)), best,
-                                             left(), seed)
-        if picked is not None and value < best_cost:
-            best, best_cost = picked, float(columns.cost[picked].sum())
-        if complete and status == "OPTIMAL":
-            return _Stage2("OPTIMAL", best, best_cost, best_cost, "SCIP on all columns")
-        return _Stage2("FEASIBLE", best, best_cost, bound, note + "; SCIP, no relaxation")
-    rc = reduced_costs(master.members, master.cost, master.a_coef, relaxed.y, relaxed.y_a)
-    xs = np.zeros(len(rc))
-    xs[:len(relaxed.x)] = relaxed.x
-    tolerance = 1e-9 * max(1.0, abs(bound))
-    for attempt in ("rounding", "dive", "restricted"):
-        if best_cost <= bound + tolerance or left() <= 0:
-            break
-        if attempt == "rounding":  # an integral LP solution
-            keep = np.flatnonzero(xs > 0.5)
-            if not (np.all(np.minimum(xs, 1 - xs) < 1e-6) and _feasible(master, keep)):
-                continue
-            picked, value = keep.tolist(), float(columns.cost[keep].sum())
-        else:  # fix x* > 0.9 (dive) or nothing; the rest from the columns of least rc
-            fixed = np.flatnonzero(xs > 0.9) if attempt == "dive" else np.zeros(0, np.int64)
-            taken = np.zeros(n + 1, bool)
-            taken[master.members[fixed]] = True
-            free = np.flatnonzero(~taken[np.where(master.members < 0, n, master.members)]
-                                  .any(axis=1))
-            size = max(5 * n, min(30 * n, 20_000)) if attempt == "restricted" else 0
-            pool = free[np.argsort(rc[free], kind="stable")[:size]]
-            keep = np.union1d(np.union1d(fixed, pool), free[xs[free] > 1e-9])
-            keep = np.union1d(keep, _cheapest_per_row(master.members[free], rc[free], free, 20))
-            keep = keep.astype(np.int64)
-            portion = 0.25 if attempt == "dive" else 0.6
-            _, found_cols, value, _ = _scip(master, keep, best, portion * left(), seed)
-            if found_cols is None:
-                continue
-            picked = found_cols
-        if value < best_cost:
-            best, best_cost = picked, float(columns.cost[picked].sum())
-            note += f"; incumbent by {attempt}"
-    if best_cost <= bound + tolerance:
-        return _Stage2("OPTIMAL", best, best_cost, bound, note + "; LP bound met")
-    if fixing is None or left() <= 0:
-        return _Stage2("FEASIBLE", best, best_cost, bound, note)
-    duals, floor = fixing
-    gap = best_cost - floor + tolerance  # no column with rc > gap is in a cheaper solution
-    if not complete:
-        priced = _price(problem, fams, duals.pi, gap, limit)
-        if priced is None:
-            return _Stage2("FEASIBLE", best, best_cost, bound, note + "; fixing too large")
-        columns.add(priced)
-        master = columns.master(radius)
-    rc = reduced_costs(master.members, master.cost, master.a_coef, duals.y, duals.y_a)
-    keep = np.union1d(np.flatnonzero(rc <= gap), best).astype(np.int64)
-    if len(keep) > limit:
-        return _Stage2("FEASIBLE", best, best_cost, bound, note + "; fixing too large")
-    status, picked, value, found = _scip(master, keep, best, left(), seed)
-    if picked is not None and value < best_cost:
-        best, best_cost = picked, float(columns.cost[picked].sum())
-    note += f"; SCIP on the {len(keep)} columns left by reduced-cost fixing"
-    if status == "OPTIMAL":
-        return _Stage2("OPTIMAL", best, best_cost, max(bound, min(best_cost, found)), note)
-    if picked is not None:
-        bound = max(bound, min(best_cost, found))
-    return _Stage2("FEASIBLE", best, best_cost, bound, note)
-
-
-def _cheapest_per_row(members: np.ndarray, rc: np.ndarray, ids: np.ndarray, k: int
-                      ) -> np.ndarray:
-    """The ids of the ``k`` columns of least ``rc`` holding each row."""
-    column, slot = np.nonzero(members >= 0)
-    row = members[column, slot]
-    order = np.lexsort((rc[column], row))
-    row, column = row[order], column[order]
-    rank = np.arange(len(row)) - np.searchsorted(row, row)
-    return np.unique(ids[column[rank < k]])
-
-
-def _feasible(master: Master, chosen: np.ndarray) -> bool:
-    rows = master.members[chosen]
-    covered = np.bincount(rows[rows >= 0], minlength=len(master.exact))
-    return bool((covered <= 1).all() and (covered[master.exact] == 1).all()
-                and int(master.a_coef[chosen].sum()) <= master.rhs)
-
-
-def _initial_columns(problem: WholeReleaseProblem, fams: list[Family], is_new: np.ndarray,
-                     limit: int, deadline: float = math.inf
-                     ) -> tuple[list[np.ndarray], np.ndarray, str]:
-    """The columns to start from, and per row a radius ``r_i``: every column holding row
-    ``i`` of box extent ``<= r_i`` is among them (``inf``: every column). All columns when
-    they number at most ``limit``; else the smallest families whole (up to half the limit)
-    and the others' columns of extent ``<= r``, ``r`` (about) as large as the limit and the
-    ``deadline`` (``time.perf_counter()``) allow; a family cut off by the deadline is left
-    out (its rows get radius ``-inf``: nothing is claimed of them)."""
-    sizes = [count_columns(f, is_new) for f in fams]
-    radius_of_row = np.full(len(problem.values), math.inf)
-    whole, used = [], 0
-    for f in np.argsort(sizes, kind="stable").tolist():
-        if used + sizes[f] <= (limit if sum(sizes) <= limit else limit // 2):
-            whole.append(f)
-            used += sizes[f]
-    found = [enumerate_columns(problem, fams[f], limit=limit, deadline=deadline)
-             for f in whole]
-    for f, columns in zip(whole, found, strict=True):
-        if columns is None:  # out of time: claim nothing of its rows
-            radius_of_row[np.concatenate(fams[f].pools)] = -math.inf
-    rest = [fams[f] for f in range(len(fams)) if f not in whole]
-    if not rest:
-        return [c for c in found if c is not None], radius_of_row, "all columns"
-
-    def within(radius: float) -> list[np.ndarray] | None:
-        out: list[np.ndarray] = []
-        for family in rest:
-            columns = enumerate_columns(problem, family, limit=limit - used - sum(map(len, out)),
-                                        radius=radius, deadline=deadline)
-            if columns is None:
-                return None
-            out.append(columns)
-        return out
-
-    scale = float(np.ptp(problem.points, axis=0).sum()) if len(problem.points) else 0.0
-    radius, local = max(scale, 1e-9) / 64, None
-    for _ in range(6):  # shrink until the columns fit
-        if time.perf_counter() > deadline:
-            break
-        local = within(radius)
-        if local is not None:
-            break
-        radius /= 2
-    grow = 2.0
-    while local is not None and grow > 1.1 and radius < scale and \
-            time.perf_counter() < deadline:  # x2, then x1.5, x1.25
-        more = within(radius * grow)
-        if more is None:
-            grow = 1 + (grow - 1) / 2
-        else:
-            radius, local = radius * grow, more
-    if local is None:
-        radius, local = -math.inf, []
-    for family in rest:
-        radius_of_row[np.concatenate(family.pools)] = radius
-    return [c for c in found if c is not None] + local, radius_of_row, (
-        f"{len(whole)} of {len(fams)} column families whole, the others' columns of extent "
-        f"<= {radius:.4g}")
-
-
 @dataclass
 class _Candidate:
     a: Fraction
@@ -740,7 +414,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         plan.value is not None else None
     fams = families(problem, counts, math.floor(incumbent.a))
     if time_limit - (time.perf_counter() - started) > 0.005:
-        parts, radius, detail = _initial_columns(
+        parts, radius, detail = initial_columns(
             problem, fams, counts.is_new, max_columns,
             deadline=started + 0.6 * time_limit)
     else:
@@ -751,7 +425,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     width = max([problem.m * 2 - 1, *counts.signature_size.tolist(),
                  *(len(g) for c in candidates for g in c.groups)])
     rhs = int(incumbent.a * weight.denominator) - weight.numerator * int(counts.is_new.sum())
-    columns = _Columns(problem, counts, measure, weight, rhs, width)
+    columns = Columns(problem, counts, measure, weight, rhs, width)
     for part in parts:
         columns.add(part)
     start = columns.add(_as_matrix(incumbent.groups)).tolist() if incumbent.groups else []
@@ -759,7 +433,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     if len(columns.cost) == 0 and np.isposinf(radius).all():  # no group: all deferred
         stage, scip_bound = "OPTIMAL", 0.0
     elif time_limit - (time.perf_counter() - started) > 0.005:
-        result = _stage2(columns, fams, radius, start, box,
+        result = stage2(columns, fams, radius, start, box,
                          time_limit - (time.perf_counter() - started), seed, max_columns)
         stage, scip_bound, detail = result.status, result.bound, f"{detail}; {result.note}"
         groups = [columns.members[c][columns.members[c] >= 0] for c in result.chosen]

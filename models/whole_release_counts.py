@@ -1,0 +1,279 @@
+"""Counts and candidate groups of the whole-release model
+(:mod:`republish.models.whole_release`).
+
+* :func:`optimal_counts`: objective (a) exactly, a small CP-SAT model on counts (how many
+  groups each bucket forms, how many new rows of each value join it, how many are
+  deferred); any release gives such counts and :func:`republish.models.whole_release.
+  realize_counts` turns any count solution into a release;
+* :func:`families` / :func:`enumerate_columns`: the candidate groups (columns) of the
+  set-partitioning model, by family (a bucket, or the all-new groups of one size range),
+  enumerated pool by pool with pruning by box extent or by reduced cost.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+if TYPE_CHECKING:
+    from republish.models.whole_release import WholeReleaseProblem
+
+__all__ = ["BoxExtent", "CountPlan", "Extent", "Family", "ReleaseCounts", "count_columns",
+           "enumerate_columns", "families", "optimal_counts", "rational_weight"]
+
+#: ``extent(rows) -> float`` over an int array of row indices; must be >= 0 and monotone
+#: under inclusion (``R ⊆ R'`` implies ``extent(R) <= extent(R')``).
+Extent = Callable[[np.ndarray], float]
+
+
+class BoxExtent:
+    """The paper's extent (§4.3): ``Σ_q (max - min)`` of the rows' normalized coordinates."""
+
+    def __init__(self, points: np.ndarray) -> None:
+        self.points = np.asarray(points, dtype=np.float64)
+
+    def __call__(self, rows: np.ndarray) -> float:
+        chosen = self.points[np.asarray(rows, dtype=np.int64)]
+        return float((chosen.max(axis=0) - chosen.min(axis=0)).sum()) if len(chosen) else 0.0
+
+    def batch(self, members: np.ndarray) -> np.ndarray:
+        """Extent of every row of ``members`` (``(C, k)`` row indices, ``-1`` = none)."""
+        used = members >= 0
+        coords = self.points[np.where(used, members, 0)]
+        high = np.where(used[:, :, None], coords, -np.inf).max(axis=1)
+        low = np.where(used[:, :, None], coords, np.inf).min(axis=1)
+        return np.where(used.any(axis=1), (high - low).sum(axis=1), 0.0)
+
+    def pairwise(self, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+        """``extent({i, j})`` (the L1 distance) for ``i`` in ``rows_a``, ``j`` in ``rows_b``."""
+        total = np.zeros((len(rows_a), len(rows_b)))
+        for q in range(self.points.shape[1]):
+            total += np.abs(self.points[rows_a, q][:, None] - self.points[rows_b, q][None, :])
+        return total
+
+
+def rational_weight(weight: float) -> Fraction:
+    """The deferral weight as the nearest fraction ``p/q`` with ``q <= 1000``."""
+    return Fraction(weight).limit_denominator(1000)
+
+
+@dataclass(frozen=True)
+class ReleaseCounts:
+    """Per-bucket and per-value counts of a problem (``B`` buckets, ``V`` values)."""
+
+    old_rows: tuple[np.ndarray, ...]  # old rows of each bucket
+    k: np.ndarray                     # (B, V) old rows per value
+    in_signature: np.ndarray          # (B, V) bool: v ∈ σ_b
+    new_per_value: np.ndarray         # (V,) N_v
+    is_new: np.ndarray                # (n,) bool
+
+    @classmethod
+    def of(cls, problem: WholeReleaseProblem) -> ReleaseCounts:
+        buckets, values = len(problem.signatures), problem.domain_size
+        k = np.zeros((buckets, values), dtype=np.int64)
+        old = problem.bucket >= 0
+        np.add.at(k, (problem.bucket[old], problem.values[old]), 1)
+        sig = np.zeros((buckets, values), dtype=bool)
+        for b, sigma in enumerate(problem.signatures):
+            sig[b, sorted(sigma)] = True
+        return cls(tuple(np.flatnonzero(problem.bucket == b) for b in range(buckets)), k, sig,
+                   np.bincount(problem.values[~old], minlength=values), ~old)
+
+    @property
+    def groups_needed(self) -> np.ndarray:  # K_b
+        return self.k.max(axis=1) if self.k.size else np.zeros(len(self.k), np.int64)
+
+    @property
+    def signature_size(self) -> np.ndarray:  # s_b
+        return self.in_signature.sum(axis=1)
+
+    def forced_counterfeits(self) -> np.ndarray:
+        """Counterfeits bucket ``b`` needs in any release: ``Σ_v max(0, K_b - k[b,v] - N_v)``."""
+        short = self.groups_needed[:, None] - self.k - self.new_per_value[None, :]
+        return np.where(self.in_signature, np.maximum(short, 0), 0).sum(axis=1)
+
+
+@dataclass(frozen=True)
+class CountPlan:
+    """The count model's answer; ``value`` and ``bound`` are (a) times ``weight``'s
+    denominator (integers); ``groups``/``joins``/``deferred`` are ``g_b``, ``x[b,v]``, ``d_v``."""
+
+    status: str
+    weight: Fraction
+    value: int | None
+    bound: int
+    groups: np.ndarray | None = None
+    joins: np.ndarray | None = None
+    deferred: np.ndarray | None = None
+
+
+_CP_STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
+              cp_model.INFEASIBLE: "INFEASIBLE"}
+
+
+def optimal_counts(problem: WholeReleaseProblem, *, time_limit: float, workers: int = 1,
+                   seed: int = 0) -> CountPlan:
+    """Solve the count model of the module docstring (CP-SAT): the exact optimum of (a)."""
+    counts = ReleaseCounts.of(problem)
+    weight = rational_weight(problem.deferral_weight)
+    p, q = weight.numerator, weight.denominator
+    n_v, m, values = counts.new_per_value.tolist(), problem.m, range(problem.domain_size)
+    model = cp_model.CpModel()
+    g, x, counterfeits = [], {}, []
+    for b, rows in enumerate(counts.old_rows):
+        g.append(model.new_int_var(int(counts.groups_needed[b]), len(rows), f"g[{b}]"))
+        for v in np.flatnonzero(counts.in_signature[b] & (counts.new_per_value > 0)).tolist():
+            x[b, v] = model.new_int_var(0, n_v[v], f"x[{b},{v}]")
+            model.add(x[b, v] <= g[b] - int(counts.k[b, v]))
+        counterfeits.append(int(counts.signature_size[b]) * g[b] - len(rows)
+                            - sum(x[b, v] for v in values if (b, v) in x))
+    d = [model.new_int_var(0, n_v[v] if problem.allow_deferrals else 0, f"d[{v}]")
+         for v in values]
+    y = [model.new_int_var(0, n_v[v], f"y[{v}]") for v in values]
+    for v in values:
+        model.add(y[v] == n_v[v] - sum(x[b, v] for b in range(len(g)) if (b, v) in x) - d[v])
+    c_new = model.new_int_var(0, m * sum(n_v) if problem.counterfeits_in_new_groups else 0,
+                              "c_new")
+    for v in values:
+        if problem.counterfeits_in_new_groups:
+            model.add(c_new >= m * y[v] - sum(y))
+        else:
+            model.add(m * y[v] <= sum(y))
+    model.minimize(q * (sum(counterfeits) + c_new) + p * sum(d))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(float(time_limit), 0.001)
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    status = _CP_STATUS.get(solver.solve(model), "TIMEOUT")
+    if status not in ("OPTIMAL", "FEASIBLE"):
+        return CountPlan(status, weight, None, 0)
+    joins = np.zeros(counts.k.shape, dtype=np.int64)
+    for (b, v), var in x.items():
+        joins[b, v] = solver.value(var)
+    return CountPlan(status, weight, int(round(solver.objective_value)),
+                     int(np.ceil(solver.best_objective_bound - 1e-6)),
+                     np.array([solver.value(v) for v in g], dtype=np.int64), joins,
+                     np.array([solver.value(v) for v in d], dtype=np.int64))
+
+
+# --- columns ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Family:
+    """Columns with at most one row of each pool (one pool per value), ``lo..hi`` rows and,
+    when ``need_old``, an old row; ``signature``: their ``|σ|`` (0: all new, ``max(m, |R|)``)."""
+
+    pools: tuple[np.ndarray, ...]
+    lo: int
+    hi: int
+    signature: int
+    need_old: bool
+
+
+def families(problem: WholeReleaseProblem, counts: ReleaseCounts, cf_max: int) -> list[Family]:
+    """One family per bucket holding old rows, one of all-new columns; ``cf_max`` bounds the
+    counterfeits of any release considered (so ``cf <= cf_max - Σ_{b'≠b} forced_{b'}``)."""
+    forced = counts.forced_counterfeits()
+    new_pools = [np.flatnonzero(counts.is_new & (problem.values == v))
+                 for v in range(problem.domain_size)]
+    found = []
+    for b, old in enumerate(counts.old_rows):
+        if len(old):
+            s = int(counts.signature_size[b])
+            pools = tuple(np.concatenate([old[problem.values[old] == v], new_pools[v]])
+                          for v in np.flatnonzero(counts.in_signature[b]).tolist())
+            spare = cf_max - int(forced.sum() - forced[b])
+            found.append(Family(pools, max(1, s - spare), s, s, True))
+    if counts.is_new.any():
+        spare = cf_max - int(forced.sum()) if problem.counterfeits_in_new_groups else 0
+        found.append(Family(tuple(new_pools), max(1, problem.m - spare), 2 * problem.m - 1, 0,
+                            False))
+    return found
+
+
+def count_columns(family: Family, is_new: np.ndarray) -> int:
+    """How many columns ``family`` has: coefficients of ``Π_v (1 + |pool_v|·z)``, minus the
+    all-new ones when an old row is needed."""
+    def subsets(per_value: list[int]) -> int:
+        poly = [1]
+        for a in per_value:
+            poly = [c + (a * poly[k - 1] if k else 0) for k, c in enumerate(poly + [0])]
+            poly = poly[:family.hi + 1]
+        return sum(poly[family.lo:family.hi + 1])
+    total = subsets([len(p) for p in family.pools])
+    return total - subsets([int(is_new[p].sum()) for p in family.pools]) if family.need_old \
+        else total
+
+
+def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: int,
+                      radius: float = math.inf, pi: np.ndarray | None = None,
+                      theta: float = math.inf, deadline: float = math.inf
+                      ) -> np.ndarray | None:
+    """The columns of ``family`` (``(C, hi)`` row indices, ``-1`` pads) of box extent
+    ``<= radius`` and, given row prices ``pi``, with ``|σ|·box extent - Σ_{i∈R} pi_i <=
+    theta``; ``None`` when more than ``limit`` partial columns arise.
+
+    Built one pool at a time; a partial column ``P`` is dropped when no completion can pass:
+    its box only grows, and the rows still to come add at most the ``hi - |P|`` largest
+    per-pool maxima of ``max(pi, 0)``. ``None`` too once ``time.perf_counter()`` passes
+    ``deadline``."""
+    pools = [p for p in family.pools if len(p)]
+    points, old_row = problem.points, problem.bucket >= 0
+    old_later = np.append(np.cumsum([old_row[p].any() for p in pools][::-1])[::-1][1:], 0) > 0
+    gain = np.zeros((len(pools) + 1, family.hi + 1))  # gain[t, k]: k best of pools t..
+    if pi is not None:
+        best = [float(np.maximum(pi[p], 0).max()) for p in pools]
+        for t in range(len(pools)):
+            top = np.sort(best[t:])[::-1][:family.hi]
+            gain[t, 1:len(top) + 1] = np.cumsum(top)
+            gain[t, len(top) + 1:] = gain[t, len(top)]
+    members = np.zeros((1, 0), dtype=np.int64)
+    size, has_old, paid = np.zeros(1, np.int64), np.zeros(1, bool), np.zeros(1)
+    low = np.full((1, points.shape[1]), np.inf)
+    high = np.full((1, points.shape[1]), -np.inf)
+    for t, rows in enumerate(pools):
+        if time.perf_counter() > deadline:
+            return None
+        grow = np.flatnonzero(size < family.hi)
+        parent = np.concatenate([np.flatnonzero(size + len(pools) - t - 1 >= family.lo),
+                                 np.repeat(grow, len(rows))])
+        row = np.concatenate([np.full(len(parent) - len(grow) * len(rows), -1),
+                              np.tile(rows, len(grow))])
+        if len(parent) > 20 * limit:
+            return None
+        taken = row >= 0
+        at = np.where(taken, row, 0)
+        new_low = np.where(taken[:, None], np.minimum(low[parent], points[at]), low[parent])
+        new_high = np.where(taken[:, None], np.maximum(high[parent], points[at]), high[parent])
+        new_size = size[parent] + taken
+        spread = np.where(new_size > 0, (new_high - new_low).sum(axis=1), 0.0)
+        new_paid = paid[parent] + (np.where(taken, pi[at], 0.0) if pi is not None else 0.0)
+        new_old = has_old[parent] | (taken & old_row[at])
+        ok = spread <= radius
+        if pi is not None:
+            sigma = family.signature or np.maximum(problem.m, new_size)
+            ok &= sigma * spread - new_paid - gain[t + 1, family.hi - new_size] <= theta + 1e-9
+        if family.need_old:
+            ok &= new_old | old_later[t]
+        members = np.hstack([members[parent[ok]], row[ok, None]])
+        size, has_old, paid = new_size[ok], new_old[ok], new_paid[ok]
+        low, high = new_low[ok], new_high[ok]
+        if len(members) > limit:
+            return None
+    chosen = (size >= max(family.lo, 1)) & (has_old | np.bool_(not family.need_old))
+    big = np.iinfo(np.int64).max
+    ordered = np.sort(np.where(members[chosen] < 0, big, members[chosen]), axis=1)
+    ordered = ordered[:, :family.hi] if ordered.shape[1] >= family.hi else np.hstack(
+        [ordered, np.full((len(ordered), family.hi - ordered.shape[1]), big)])
+    return np.where(ordered == big, -1, ordered)
+
+
+# --- the set-partitioning model and its relaxation -------------------------------------------
+
