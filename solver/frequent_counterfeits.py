@@ -27,8 +27,9 @@ import dataclasses
 from collections.abc import Collection, Sequence
 
 from republish.models.bucket_assignment import BucketAssignment
+from republish.problems.eligibility import EligibilitySolution
 
-__all__ = ["prefer_frequent_values"]
+__all__ = ["prefer_frequent_solution", "prefer_frequent_values"]
 
 
 def prefer_frequent_values(
@@ -38,11 +39,36 @@ def prefer_frequent_values(
     ``order`` that can take them (each value at most ``min(N // m, real rows)`` in the
     published leftover; values absent from it only when in ``new_values``). Returned
     unchanged when it has no eligibility counterfeits or they cannot all be placed."""
-    counterfeits = sum(assignment.eligibility_counterfeits.values())
-    if counterfeits == 0 or not order:
-        return assignment
     published = {v: assignment.leftover.get(v, 0) - assignment.deferrals.get(v, 0)
                  for v in set(assignment.leftover) | set(order)}
+    placed = _placement(published, sum(assignment.eligibility_counterfeits.values()), order,
+                        m, new_values)
+    if placed is None:
+        return assignment
+    return dataclasses.replace(assignment, eligibility_counterfeits=placed)
+
+
+def prefer_frequent_solution(
+    solution: EligibilitySolution, order: Sequence[str], new_values: Collection[str]
+) -> EligibilitySolution:
+    """:func:`prefer_frequent_values` for an :class:`EligibilitySolution` (the heuristic
+    pipeline's Algorithm 1 or 3): the same number of counterfeits, on the earliest values
+    of ``order`` that can take them; the target counts follow."""
+    published = {v: c - solution.deletions.get(v, 0)
+                 for v, c in solution.original_counts.items()}
+    placed = _placement(published, solution.total_counterfeits, order, solution.m, new_values)
+    if placed is None:
+        return solution
+    targets = {v: published.get(v, 0) + placed.get(v, 0) for v in set(published) | set(placed)}
+    return dataclasses.replace(solution, counterfeits=placed, target_counts=targets)
+
+
+def _placement(published: dict[str, int], counterfeits: int, order: Sequence[str], m: int,
+               new_values: Collection[str]) -> dict[str, int] | None:
+    """Counterfeits per value, the earliest values of ``order`` first; None when there is
+    nothing to move or they cannot all be placed."""
+    if counterfeits == 0 or not order:
+        return None
     reals = sum(published.values())
     cap = min((reals + counterfeits) // m, reals)
     allowed = set(new_values)
@@ -55,6 +81,4 @@ def prefer_frequent_values(
         if room > 0 and left > 0:
             placed[value] = min(room, left)
             left -= placed[value]
-    if left:
-        return assignment
-    return dataclasses.replace(assignment, eligibility_counterfeits=placed)
+    return None if left else placed

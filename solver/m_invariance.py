@@ -40,6 +40,7 @@ from republish.problems.eligibility import EligibilitySolution, solution_from_ta
 from republish.release import build_release
 from republish.schema import Schema
 from republish.solver.eligibility import make_eligible
+from republish.solver.frequent_counterfeits import prefer_frequent_solution
 from republish.solver.m_invariance_exact import decide_counts, defer_rows, exact_splitter
 from republish.solver.m_invariance_rows import (
     Workspace,
@@ -90,10 +91,14 @@ def _make_eligible(
                                       bound=0.0)
         return empty, np.zeros(0, dtype=np.int64)
     present = set(table[schema.sensitive].iloc[rows].astype(str))
+    absent = [v for v in domain if v not in present]
     solution, applied = make_eligible(
         table.iloc[rows], schema, m, method, seed=None, allow_new_values=True,
-        new_values=[v for v in domain if v not in present], use_model=False,
+        new_values=absent, use_model=False,
     )
+    # The counterfeits' values matter for later releases (a rare value's are paid again
+    # and again): the same number, on the most frequent values that can take them.
+    solution = prefer_frequent_solution(solution, domain, absent)
     return solution, np.sort(applied.deferred.index.to_numpy(dtype=np.int64))
 
 

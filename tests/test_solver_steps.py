@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from republish.errors import InputError, ParameterError
@@ -308,3 +308,25 @@ def test_bucket_step_applies_the_value_order() -> None:
     frequent_first = bucket_step(buckets, new, 2, mode="heuristic", allow_new_values=True,
                                  new_values=VALUES, value_order=VALUES)
     assert frequent_first.eligibility_counterfeits == {"v0": 4}
+
+
+@settings(max_examples=60, deadline=None)
+@given(counts=st.lists(st.integers(0, 12), min_size=3, max_size=6), m=st.integers(2, 4))
+def test_heuristic_counterfeits_move_to_frequent_values(counts: list[int], m: int) -> None:
+    """Algorithm 1 water-fills the rarest values; the heuristic pipeline moves the same
+    number of counterfeits to the most frequent values that can take them, and the
+    result stays m-eligible."""
+    from republish.heuristics.eligibility import minimal_superset
+    from republish.problems.eligibility import is_m_eligible
+    from republish.solver.frequent_counterfeits import prefer_frequent_solution
+
+    named = {f"v{i}": c for i, c in enumerate(counts) if c}
+    assume(len(named) >= 1 and sum(named.values()) >= 1)
+    greedy = minimal_superset(named, m, allow_new_values=True, new_values=["x1", "x2", "x3"])
+    order = sorted(named, key=lambda v: -named[v]) + ["x1", "x2", "x3"]
+    moved = prefer_frequent_solution(greedy, order, ["x1", "x2", "x3"])
+    assert moved.total_counterfeits == greedy.total_counterfeits
+    assert is_m_eligible(moved.target_counts, m)
+    if moved is not greedy:  # never a rarer value while an earlier one had room
+        used = [order.index(v) for v in moved.counterfeits]
+        assert used == sorted(used)
