@@ -276,8 +276,8 @@ def build_m_invariant(context: StepContext) -> Built:
                             pipeline_a)
         if bounds is not None:
             bound_a = bounds[0] if bound_a is None else max(bound_a, bounds[0])
-            bound_b = bounds[2]
-            status_b = "FEASIBLE"
+            if bounds[2] > 0:  # a zero bound proves nothing worth a status
+                bound_b, status_b = bounds[2], "FEASIBLE"
 
     timer.phase("build")
     if whole is not None:
