@@ -15,8 +15,10 @@ generalization is fully described by the smallest and largest code of its rows:
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import math
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 
 from republish.errors import SchemaError
+from republish.excerpts import excerpt, excerpts
 
 QIKind = Literal["numeric", "ordered", "hierarchy"]
 SUPPRESSED = "*"
@@ -63,8 +66,8 @@ class Hierarchy:
         for line, row in enumerate(cleaned, start=1):
             if len(row) != height:
                 raise SchemaError(
-                    f"{source}, row {line} ({';'.join(row)!r}): has {len(row)} levels, the first "
-                    f"row has {height}; every leaf needs the same number of levels."
+                    f"{source}, row {line} ({excerpt(';'.join(row))}): has {len(row)} levels, "
+                    f"the first row has {height}; every leaf needs the same number of levels."
                 )
             if any(cell == "" for cell in row):
                 raise SchemaError(f"{source}, row {line}: empty label; fill every level.")
@@ -72,13 +75,13 @@ class Hierarchy:
         if len(roots) != 1:
             raise SchemaError(
                 f"{source}: the last column must be one common root (normally '*'), "
-                f"found {sorted(roots)[:5]}."
+                f"found {excerpts(sorted(roots))}."
             )
         seen: dict[str, int] = {}
         for line, row in enumerate(cleaned, start=1):
             if row[0] in seen:
                 raise SchemaError(
-                    f"{source}, row {line}: leaf {row[0]!r} repeats row {seen[row[0]]}; "
+                    f"{source}, row {line}: leaf {excerpt(row[0])} repeats row {seen[row[0]]}; "
                     "each leaf value needs exactly one row."
                 )
             seen[row[0]] = line
@@ -91,8 +94,9 @@ class Hierarchy:
                 parent = row[level + 1]
                 if level > 0 and parent_of.setdefault(key, parent) != parent:
                     raise SchemaError(
-                        f"{source}, row {line}: label {row[level]!r} at level {level} has two "
-                        f"parents ({parent_of[key]!r} and {parent!r}); a hierarchy must be a tree."
+                        f"{source}, row {line}: label {excerpt(row[level])} at level {level} has "
+                        f"two parents ({excerpt(parent_of[key])} and {excerpt(parent)}); a "
+                        "hierarchy must be a tree."
                     )
         # Depth-first order: siblings in order of first appearance in the file.
         first_seen: dict[tuple[str, ...], int] = {}
@@ -126,9 +130,21 @@ class Hierarchy:
         path = Path(path)
         if not path.is_file():
             raise SchemaError(
-                f"hierarchy file {str(path)!r} not found; check the path in the schema."
+                f"hierarchy file {str(path)!r} not found (or not a regular file); check the "
+                "path in the schema."
             )
-        text = path.read_text(encoding="utf-8-sig")
+        if path.stat().st_size > MAX_HIERARCHY_BYTES:
+            raise SchemaError(
+                f"hierarchy file {str(path)!r} is larger than {MAX_HIERARCHY_BYTES >> 20} MB; "
+                "is it the right file?"
+            )
+        try:
+            text = path.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise SchemaError(
+                f"hierarchy file {str(path)!r} is not UTF-8 text (byte at position "
+                f"{exc.start}); an ARX hierarchy is ';'-separated text, one leaf per line."
+            ) from exc
         rows = [line.split(delimiter) for line in text.splitlines() if line.strip()]
         return cls.from_rows(rows, source=str(path))
 
@@ -283,14 +299,50 @@ def load_schema(path: str | Path) -> Schema:
     path = Path(path)
     if not path.is_file():
         raise SchemaError(f"schema file {str(path)!r} not found.")
+    if path.stat().st_size > MAX_HIERARCHY_BYTES:
+        raise SchemaError(f"schema file {str(path)!r} is too large to be a schema.")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SchemaError(
+            f"{path}: not UTF-8 text (byte at position {exc.start}); a schema is a TOML file."
+        ) from exc
     except tomllib.TOMLDecodeError as exc:
-        raise SchemaError(f"{path}: not valid TOML ({exc}).") from exc
+        raise SchemaError(f"{path}: not valid TOML ({excerpt(exc, 120)}).") from exc
     return _schema_from_mapping(data, path.parent, source=str(path))
 
 
+#: Keys of a schema file, and of one ``[[qi]]`` entry (``hierarchy_rows``: the inlined
+#: hierarchy of a stored schema, :meth:`Schema.to_dict`).
+SCHEMA_KEYS = ("id", "sensitive", "qi", "delimiter")
+QI_KEYS = ("name", "kind", "order", "hierarchy", "hierarchy_rows", "domain")
+#: A hierarchy file larger than this is refused (a wrong path, not a hierarchy).
+MAX_HIERARCHY_BYTES = 64 << 20
+#: Delimiters a CSV table cannot use: the quote character, line breaks, NUL, blanks.
+_BAD_DELIMITERS = {'"', "\n", "\r", "\x00", " "}
+
+
+def unknown_keys(found: Iterable[object], allowed: Sequence[str], where: str) -> str | None:
+    """The message for keys of ``found`` that are not ``allowed`` (with close matches)."""
+    unknown = [key for key in found if key not in allowed]
+    if not unknown:
+        return None
+    parts = []
+    for key in unknown[:3]:
+        close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        parts.append(f"{excerpt(key)}{hint}")
+    more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+    return (f"{where}: unknown key(s) {', '.join(parts)}{more}; the keys are "
+            f"{', '.join(allowed)}.")
+
+
 def _schema_from_mapping(data: Mapping[str, Any], base: Path, source: str) -> Schema:
+    if not isinstance(data, Mapping):
+        raise SchemaError(f"{source}: a schema is a table of keys ({', '.join(SCHEMA_KEYS)}).")
+    problem = unknown_keys(data, SCHEMA_KEYS, source)
+    if problem:
+        raise SchemaError(problem)
     for key in ("id", "sensitive"):
         if not isinstance(data.get(key), str) or not data.get(key):
             raise SchemaError(
@@ -301,8 +353,11 @@ def _schema_from_mapping(data: Mapping[str, Any], base: Path, source: str) -> Sc
         raise SchemaError(f"{source}: no [[qi]] entries; declare at least one quasi-identifier.")
     qis = [_qi_from_mapping(entry, base, source, index) for index, entry in enumerate(raw_qis)]
     delimiter = data.get("delimiter", ",")
-    if not isinstance(delimiter, str) or len(delimiter) != 1:
-        raise SchemaError(f"{source}: 'delimiter' must be a single character.")
+    if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in _BAD_DELIMITERS:
+        raise SchemaError(
+            f"{source}: 'delimiter' must be a single character other than a quote, a space "
+            "or a line break (e.g. ',' or ';')."
+        )
     return Schema(
         identifier=str(data["id"]),
         sensitive=str(data["sensitive"]),
@@ -315,19 +370,46 @@ def _qi_from_mapping(entry: Any, base: Path, source: str, index: int) -> QIAttri
     if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
         raise SchemaError(f"{source}: [[qi]] entry {index + 1} needs a 'name'.")
     name = entry["name"]
+    where = f"{source}, [[qi]] {excerpt(name)}"
+    problem = unknown_keys(entry, QI_KEYS, where)
+    if problem:
+        raise SchemaError(problem)
     kind = entry.get("kind", "numeric")
+    if not isinstance(kind, str) or kind not in ("numeric", "ordered", "hierarchy"):
+        raise SchemaError(
+            f"{where}: kind {excerpt(kind)} is unknown; use 'numeric', 'ordered' or "
+            "'hierarchy'."
+        )
+    for key, owner in (("order", "ordered"), ("hierarchy", "hierarchy"),
+                       ("hierarchy_rows", "hierarchy"), ("domain", "numeric")):
+        if key in entry and kind != owner:
+            raise SchemaError(f"{where}: key {key!r} applies to kind '{owner}' only, this QI "
+                              f"is {kind!r}; drop it or change the kind.")
     order = entry.get("order")
+    if order is not None and (not isinstance(order, list) or not all(
+            isinstance(v, str | int) and not isinstance(v, bool) for v in order)):
+        raise SchemaError(f"{where}: 'order' must be a list of values (text or integers).")
     hierarchy: Hierarchy | None = None
     hierarchy_path: str | None = None
     if "hierarchy_rows" in entry:
-        hierarchy = Hierarchy.from_rows(entry["hierarchy_rows"], source=f"{source}, QI {name!r}")
+        rows = entry["hierarchy_rows"]
+        if not isinstance(rows, list) or not all(
+                isinstance(r, list) and all(isinstance(c, str) for c in r) for r in rows):
+            raise SchemaError(f"{where}: 'hierarchy_rows' must be a list of lists of labels.")
+        hierarchy = Hierarchy.from_rows(rows, source=f"{source}, QI {name!r}")
     elif "hierarchy" in entry:
-        hierarchy_path = str(entry["hierarchy"])
+        if not isinstance(entry["hierarchy"], str) or not entry["hierarchy"]:
+            raise SchemaError(f"{where}: 'hierarchy' must be the path of the hierarchy file.")
+        hierarchy_path = entry["hierarchy"]
         hierarchy = Hierarchy.from_file(base / hierarchy_path)
     domain = entry.get("domain")
+    if domain is not None and (not isinstance(domain, list) or len(domain) != 2 or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            for v in domain)):
+        raise SchemaError(f"{where}: 'domain' must be [low, high], two finite numbers.")
     return QIAttribute(
         name=name,
-        kind=kind,
+        kind=kind,  # type: ignore[arg-type]
         order=tuple(str(v) for v in order) if order is not None else None,
         hierarchy=hierarchy,
         hierarchy_path=hierarchy_path,

@@ -8,8 +8,10 @@ publisher's private state (per identifier ever published: last release, last sig
 raw values; see :mod:`republish.state`).
 
 Layout: table ``meta`` (key/value), table ``releases`` (one row per release; the bulk
-tables are Parquet blobs, so that a 200k-row release is written in well under a second)
-and table ``state`` (one row: the private state after the last release). A release's
+tables are Parquet blobs, so that a 200k-row release is written in well under a second),
+table ``state`` (one row: the private state after the last release) and table ``files``
+(the published files of each release: name, format, SHA-256, size, folder, and whether
+they are known to be in place; added to an older store at its next release). A release's
 checksum is the SHA-256 of its header fields and blobs; :meth:`ReleaseStore.checksum_problems`
 recomputes it.
 
@@ -46,14 +48,16 @@ from republish.schema import Schema
 from republish.state import PublisherState
 from republish.store_writing import (
     BLOBS,
+    FILES_TABLE,
     HEADER,
     HISTORY_FIELDS,
+    PublishedFile,
     StepOutcome,
     StoreWriting,
     checksum,
 )
 
-__all__ = ["HISTORY_FIELDS", "ReleaseStore", "StepOutcome"]
+__all__ = ["HISTORY_FIELDS", "PublishedFile", "ReleaseStore", "StepOutcome"]
 
 
 
@@ -86,9 +90,19 @@ class ReleaseStore(StoreWriting):
     def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
         self.path = path
         self._connection = connection
+        tables = {row[0] for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "meta" not in tables:
+            raise StoreError(f"{path}: not a republish store (it has no 'meta' table).")
         meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("format") != FORMAT:
             raise StoreError(f"{path}: not a republish store (format {meta.get('format')!r}).")
+        lost = sorted({"releases", "state"} - tables)
+        if lost:
+            raise StoreError(
+                f"{path}: the store is damaged: table(s) {lost} are missing. Restore it from a "
+                "backup; nothing was changed."
+            )
         self.schema = Schema.from_dict(json.loads(meta["schema"]))
         self.m = int(meta["m"])
         self.principle = meta["principle"]
@@ -134,10 +148,16 @@ class ReleaseStore(StoreWriting):
             raise StoreError(str(exc)) from exc
         if path.exists():
             raise StoreError(f"{path} already exists; choose another path or remove it first.")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(path, isolation_level=None)
         try:
-            connection.executescript("BEGIN;" + _TABLES + "COMMIT;")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(path, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(
+                f"{path}: cannot create the store ({exc}); check that its folder can be "
+                "created and written."
+            ) from exc
+        try:
+            connection.executescript("BEGIN;" + _TABLES + FILES_TABLE + "COMMIT;")
             meta = {
                 "format": FORMAT,
                 "schema": json.dumps(schema.to_dict(), sort_keys=True),
@@ -151,10 +171,12 @@ class ReleaseStore(StoreWriting):
             if identifier_kind is not None:
                 meta["identifier_kind"] = identifier_kind
             connection.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
-        except sqlite3.Error as exc:
+        except BaseException as exc:
             connection.close()
             path.unlink(missing_ok=True)
-            raise StoreError(f"{path}: cannot create the store ({exc}).") from exc
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"{path}: cannot create the store ({exc}).") from exc
+            raise
         return cls(path, connection)
 
     @classmethod
@@ -169,7 +191,7 @@ class ReleaseStore(StoreWriting):
         connection = sqlite3.connect(path, isolation_level=None)
         try:
             return cls(path, connection)
-        except (sqlite3.DatabaseError, KeyError, RepublishError) as exc:
+        except (sqlite3.DatabaseError, KeyError, ValueError, TypeError, RepublishError) as exc:
             connection.close()
             if isinstance(exc, StoreError):
                 raise

@@ -18,8 +18,9 @@ import hashlib
 import io
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,7 +37,7 @@ from republish.release import GROUP, Release
 from republish.schema import Schema
 from republish.state import PublisherState, changed_rows, group_signatures
 
-__all__ = ["HISTORY_FIELDS", "StepOutcome", "StoreWriting"]
+__all__ = ["FILES_TABLE", "HISTORY_FIELDS", "PublishedFile", "StepOutcome", "StoreWriting"]
 
 #: Keys of every ``history --json`` object (design Contracts).
 HISTORY_FIELDS = (
@@ -46,6 +47,36 @@ HISTORY_FIELDS = (
 #: Header columns of ``releases`` covered by the checksum, then the blob columns.
 HEADER = ("model", "parameters", "certificate", "stats", "metadata", "deferred")
 BLOBS = ("published", "counterfeits", "assignment", "signatures")
+
+
+#: The published files of every release (added to older stores at their next write).
+FILES_TABLE = """
+CREATE TABLE IF NOT EXISTS files (
+    release INTEGER NOT NULL, name TEXT NOT NULL, format TEXT NOT NULL,
+    sha256 TEXT NOT NULL, size INTEGER NOT NULL, directory TEXT NOT NULL,
+    staging TEXT, published INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (release, name));
+"""
+
+
+@dataclass(frozen=True)
+class PublishedFile:
+    """One published file of a release as the store records it.
+
+    ``sha256`` and ``size`` are those of the exact bytes written; ``directory`` is where
+    ``release`` published it; ``staging`` the private folder (beside the store) the file
+    was written to before the release was recorded; ``published`` whether the file is
+    known to be in place in ``directory``.
+    """
+
+    release: int
+    name: str
+    format: str
+    sha256: str
+    size: int
+    directory: str
+    staging: str | None = None
+    published: bool = False
 
 
 def to_parquet(frame: pd.DataFrame) -> bytes:
@@ -119,14 +150,19 @@ class StoreWriting:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction. On any failure it is rolled back and the original error
+        raised: SQLite rolls some failures (a full disk) back by itself, and a second
+        rollback must not hide the real error behind "no transaction is active"."""
         connection = self._connection
         connection.execute("BEGIN IMMEDIATE")
         try:
             yield connection
+            connection.execute("COMMIT")
         except BaseException:
-            connection.execute("ROLLBACK")
+            if connection.in_transaction:
+                with suppress(sqlite3.Error):
+                    connection.execute("ROLLBACK")
             raise
-        connection.execute("COMMIT")
 
     def _refuse_bad_release(
         self, release: Release, report: VerificationReport | None, state: PublisherState
@@ -195,13 +231,16 @@ class StoreWriting:
         )
         self._commit(release, next_state, stats, certificate, signatures)
 
-    def append_step(self, result: StepOutcome) -> None:
+    def append_step(self, result: StepOutcome,
+                    files: Sequence[PublishedFile] = ()) -> None:
         """Write the outcome of a release step computed from this store's own state.
 
         The step (:func:`republish.solver.release_step.run_release_step`) verified the
         release against ``result.previous`` and advanced it to ``result.state``; when
         ``result.previous`` is the very state this store handed out at its current
-        revision, the store writes both without verifying or advancing again.
+        revision, the store writes both without verifying or advancing again. ``files``
+        (the release's published files, already written to their staging folder) are
+        recorded in the same transaction.
 
         Raises
         ------
@@ -231,7 +270,7 @@ class StoreWriting:
                 f"{state.last_release}."
             )
         self._commit(result.release, result.state, result.summary(),
-                     result.certificate.to_dict(), None)
+                     result.certificate.to_dict(), None, files)
 
     def _check_revision(self) -> None:
         if self.current_revision() != self.revision:
@@ -248,8 +287,10 @@ class StoreWriting:
         stats: Mapping[str, Any] | None,
         certificate: Mapping[str, Any] | None,
         signatures: Mapping[Any, frozenset[str]] | None,
+        files: Sequence[PublishedFile] = (),
     ) -> None:
-        """Write ``release`` and ``next_state`` in one transaction."""
+        """Write ``release``, ``next_state`` and the records of ``files`` in one
+        transaction."""
         certificate = dict(certificate or release.metadata.get("certificate", {}))
         summary: dict[str, Any] = {key: None for key in HISTORY_FIELDS if key != "release"}
         summary.update({
@@ -284,6 +325,13 @@ class StoreWriting:
                 raise StoreError(f"{self.path} was modified by another process; recompute.")
             self._write_release(connection, release.number, summary, header, blobs)
             self._write_state(connection, next_state)
+            if files:
+                connection.execute(FILES_TABLE)
+                connection.executemany(
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(release.number, f.name, f.format, f.sha256, f.size, f.directory,
+                      f.staging, int(f.published)) for f in files],
+                )
             if next_state.identifier_kind is not None:
                 connection.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('identifier_kind', ?)",
@@ -319,3 +367,36 @@ class StoreWriting:
             (state.last_release, to_parquet(rows),
              json.dumps([sorted(s) for s in state.signatures]), json.dumps(list(state.deferred))),
         )
+
+    # -- published files ------------------------------------------------------------------
+
+    def _has_files_table(self) -> bool:
+        row = self._connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'files'").fetchone()
+        return row is not None
+
+    def published_files(self, number: int | None = None) -> list[PublishedFile]:
+        """The recorded published files (of release ``number``, or of every release)."""
+        if not self._has_files_table():
+            return []
+        query = ("SELECT release, name, format, sha256, size, directory, staging, published "
+                 "FROM files")
+        rows = (self._connection.execute(query + " WHERE release = ? ORDER BY name",
+                                         (number,))
+                if number is not None else
+                self._connection.execute(query + " ORDER BY release, name"))
+        return [PublishedFile(int(r[0]), r[1], r[2], r[3], int(r[4]), r[5], r[6], bool(r[7]))
+                for r in rows]
+
+    def unpublished_files(self) -> list[PublishedFile]:
+        """Files of recorded releases not yet known to be in place (an interrupted run)."""
+        return [f for f in self.published_files() if not f.published]
+
+    def mark_published(self, number: int) -> None:
+        """Record that every file of release ``number`` is in place (no revision change:
+        the release and the state are not touched)."""
+        if not self._has_files_table():
+            return
+        with self._transaction() as connection:
+            connection.execute(
+                "UPDATE files SET published = 1 WHERE release = ?", (number,))

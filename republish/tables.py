@@ -6,12 +6,15 @@ failing early with a message that names the column, the first offending rows and
 
 from __future__ import annotations
 
+import csv
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from republish.errors import InputError, format_rows
+from republish.excerpts import excerpt, excerpts
 from republish.identifiers import (
     IdentifierKind,
     canonical_identifiers,
@@ -20,24 +23,105 @@ from republish.identifiers import (
 )
 from republish.schema import Schema
 
+#: Largest magnitude of a numeric QI value: beyond it floating point loses whole units.
+MAX_NUMERIC = 1e15
+_FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+_SCALARS = (str, int, float, bool, type(None), np.generic)
+
 
 def read_frame(source: str | Path | pd.DataFrame, delimiter: str = ",") -> pd.DataFrame:
-    """Read a CSV or Parquet file (by extension) or copy a DataFrame, without validation."""
+    """Read a CSV or Parquet file (by extension) or copy a DataFrame, without validation.
+
+    CSV cells are read as text. A row with more fields than the header (a trailing
+    delimiter, a delimiter inside an unquoted value) is refused with its line number, as
+    are duplicate column names, a file that is not UTF-8 text and an empty file.
+
+    Raises
+    ------
+    InputError
+        when the file is missing or cannot be read as a table.
+    """
     if isinstance(source, pd.DataFrame):
         return source.copy()
     path = Path(source)
     if not path.is_file():
-        raise InputError(f"data file {str(path)!r} not found.")
+        what = "is a folder, not a file" if path.is_dir() else "not found"
+        raise InputError(f"data file {str(path)!r} {what}.")
     if path.suffix.lower() in (".parquet", ".pq"):
-        return pd.read_parquet(path)
+        return _read_parquet(path)
+    return _read_csv(path, delimiter)
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    import pyarrow as pa
+
+    with path.open("rb") as handle:  # permission errors stay permission errors
+        try:
+            frame = pd.read_parquet(handle)
+        except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
+                NotImplementedError, OverflowError) as exc:
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise  # a real input/output error, not a malformed file
+            raise InputError(
+                f"{path}: not a readable Parquet file ({excerpt(exc, 120)}); check that it "
+                "is complete and really Parquet (a CSV file needs the .csv extension)."
+            ) from exc
+    names = [str(c) for c in frame.columns]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InputError(f"{path}: column name(s) {excerpts(repeated)} appear twice.")
+    frame.columns = names
+    for column in frame.columns:
+        series = frame[column]
+        if series.dtype == object:
+            odd = series.map(lambda v: not isinstance(v, _SCALARS)).to_numpy(dtype=bool)
+            if odd.any():
+                kind = type(series[odd].iloc[0]).__name__
+                raise InputError(
+                    f"{path}: column {excerpt(column)} holds {kind} values; a table needs "
+                    "text or numbers in every column."
+                )
+    return frame
+
+
+def _read_csv(path: Path, delimiter: str, skip_initial_space: bool = True) -> pd.DataFrame:
     try:
-        return pd.read_csv(
-            path, sep=delimiter, dtype=str, keep_default_na=False, skipinitialspace=True
+        raw = pd.read_csv(
+            path, sep=delimiter, dtype=str, keep_default_na=False,
+            skipinitialspace=skip_initial_space, header=None, encoding="utf-8",
         )
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except pd.errors.EmptyDataError as exc:
+        raise InputError(f"{path}: the file is empty; a table needs a header line and at "
+                         "least one row.") from exc
+    except UnicodeDecodeError as exc:
         raise InputError(
-            f"{path}: cannot be read as CSV with delimiter {delimiter!r} ({exc})."
+            f"{path}: not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} at "
+            f"position {exc.start}); save the table as UTF-8 CSV."
         ) from exc
+    except (pd.errors.ParserError, ValueError, OverflowError, csv.Error) as exc:
+        fields = _FIELDS.search(str(exc))
+        if fields:
+            expected, line, saw = fields.groups()
+            raise InputError(
+                f"{path}, line {line}: {saw} fields where the header has {expected} (a "
+                f"trailing {delimiter!r}, a {delimiter!r} inside an unquoted value, or a "
+                "missing quote?); every row needs exactly the header's columns."
+            ) from exc
+        raise InputError(
+            f"{path}: cannot be read as CSV with delimiter {delimiter!r} "
+            f"({excerpt(exc, 120)})."
+        ) from exc
+    header = [str(name).strip() if skip_initial_space else str(name)
+              for name in raw.iloc[0].tolist()] if len(raw) else []
+    repeated = sorted({n for n in header if n and header.count(n) > 1})
+    if repeated:
+        raise InputError(
+            f"{path}: column name(s) {excerpts(repeated)} appear twice in the header; every "
+            "column needs its own name."
+        )
+    frame = raw.iloc[1:].reset_index(drop=True)
+    frame.columns = header
+    return frame
 
 
 def load_table(
@@ -94,7 +178,8 @@ def validate_table(
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise InputError(
-            f"column(s) {missing} missing from the table; it has {list(frame.columns)[:12]}. "
+            f"column(s) {missing} missing from the table; it has "
+            f"{excerpts(list(frame.columns), 12)}. "
             "Rename the columns or fix the schema."
         )
     if len(frame) == 0:
@@ -116,7 +201,7 @@ def validate_table(
     if duplicated.any():
         values = out.loc[duplicated, schema.identifier].unique().tolist()
         raise InputError(
-            f"identifier column {schema.identifier!r} repeats the value(s) {format_rows(values)}; "
+            f"identifier column {schema.identifier!r} repeats the value(s) {excerpts(values)}; "
             "every row needs its own identifier."
         )
     for qi in schema.qis:
@@ -126,13 +211,24 @@ def validate_table(
             bad = numbers.isna().to_numpy()
             if bad.any():
                 rows = np.flatnonzero(bad).tolist()
-                examples = column.iloc[rows[:3]].tolist()
+                examples = excerpts(column.iloc[rows[:3]].tolist(), 3)
                 raise InputError(
-                    f"numeric QI {qi.name!r} has non-numeric value(s) {examples} in row(s) "
+                    f"numeric QI {qi.name!r} has non-numeric value(s) [{examples}] in row(s) "
                     f"{format_rows(rows)}; declare the column as 'ordered' or 'hierarchy', or "
                     "fix the values."
                 )
-            out[qi.name] = numbers.astype(float)
+            values = numbers.to_numpy(dtype=float)
+            with np.errstate(invalid="ignore"):
+                bad = ~(np.abs(values) <= MAX_NUMERIC)
+            if bad.any():
+                rows = np.flatnonzero(bad).tolist()
+                examples = excerpts(column.iloc[rows[:3]].tolist(), 3)
+                raise InputError(
+                    f"numeric QI {qi.name!r} has value(s) {examples} in row(s) "
+                    f"{format_rows(rows)} that are infinite or beyond ±{MAX_NUMERIC:.0e}; a "
+                    "published interval needs finite bounds. Fix or remove those values."
+                )
+            out[qi.name] = values
         else:
             text = _stripped_text(column)
             allowed = set(qi.categories or ())
@@ -142,7 +238,7 @@ def validate_table(
                 values = sorted(set(text.iloc[rows]))
                 where = "order" if qi.kind == "ordered" else "hierarchy"
                 raise InputError(
-                    f"QI {qi.name!r} has value(s) {format_rows(values)} absent from its {where} "
+                    f"QI {qi.name!r} has value(s) {excerpts(values)} absent from its {where} "
                     f"(row(s) {format_rows(rows)}); add them to the {where} or fix the data."
                 )
             out[qi.name] = text

@@ -30,13 +30,14 @@ and solver settings (instances with equal ``case_id`` solve the same input).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import itertools
 import json
 import math
 import numbers
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from typing import Any
 from republish.batch.problem import RUN_OPTIONS, Param, Problem
 from republish.batch.registry import problems
 from republish.errors import ParameterError
+from republish.excerpts import excerpt
 
 #: Time limit of an instance when neither the manifest nor the command line gives one.
 DEFAULT_TIME_LIMIT = 60.0
@@ -106,9 +108,13 @@ def load_manifest(path: str | Path, time_limit: float | None = None) -> Manifest
     if not path.is_file():
         raise ParameterError(f"manifest {str(path)!r} not found.")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ParameterError(
+            f"{path}: not UTF-8 text (byte at position {exc.start}); a manifest is a TOML file."
+        ) from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ParameterError(f"{path}: not valid TOML ({exc}).") from exc
+        raise ParameterError(f"{path}: not valid TOML ({excerpt(exc, 120)}).") from exc
     return parse_manifest(data, path.resolve().parent, source=str(path), time_limit=time_limit)
 
 
@@ -122,8 +128,9 @@ def parse_manifest(
     unknown = sorted(set(data) - {"defaults", "instance"})
     if unknown:
         raise ParameterError(
-            f"{source}: unknown top-level key(s) {unknown}; a manifest has [defaults] and "
-            "[[instance]] entries only."
+            f"{source}: unknown top-level key(s) "
+            f"{', '.join(_named(k, ('defaults', 'instance')) for k in unknown[:3])}; a manifest "
+            "has [defaults] and [[instance]] entries only."
         )
     entries = data.get("instance")
     if not isinstance(entries, list) or not entries:
@@ -162,8 +169,8 @@ def _split_defaults(
         if isinstance(value, Mapping):
             if key not in catalogue:
                 raise ParameterError(
-                    f"{source}: [defaults.{key}] names no problem; problems are "
-                    f"{sorted(catalogue)}."
+                    f"{source}: [defaults.{excerpt(key)}] names no problem"
+                    f"{_hint(key, catalogue)}; problems are {sorted(catalogue)}."
                 )
             per_problem[key] = dict(value)
         else:
@@ -186,16 +193,16 @@ def _check_defaults(
     for key in defaults:
         if key not in accepted:
             raise ParameterError(
-                f"{source}: [defaults], field {key!r}: no problem of this manifest accepts "
-                f"it; accepted fields are {sorted(accepted)}."
+                f"{source}: [defaults], field {excerpt(key)}: no problem of this manifest "
+                f"accepts it{_hint(key, accepted)}; accepted fields are {sorted(accepted)}."
             )
     for name, values in per_problem.items():
         allowed = set(RUN_OPTIONS) | set(catalogue[name].params)
         for key in values:
             if key not in allowed:
                 raise ParameterError(
-                    f"{source}: [defaults.{name}], field {key!r}: {name} does not accept it; "
-                    f"it accepts {sorted(allowed)}."
+                    f"{source}: [defaults.{name}], field {excerpt(key)}: {name} does not "
+                    f"accept it{_hint(key, allowed)}; it accepts {sorted(allowed)}."
                 )
 
 
@@ -217,8 +224,8 @@ def _expand_entry(
         )
     if not isinstance(name, str) or name not in catalogue:
         raise ParameterError(
-            f"{where}, field 'problem': unknown problem {name!r}; choose one of "
-            f"{sorted(catalogue)}."
+            f"{where}, field 'problem': unknown problem {excerpt(name)}"
+            f"{_hint(name, catalogue)}; choose one of {sorted(catalogue)}."
         )
     spec = catalogue[name]
     missing = spec.missing()
@@ -232,7 +239,8 @@ def _expand_entry(
     for key in entry:
         if key != "problem" and key not in fields:
             raise ParameterError(
-                f"{where}, field {key!r}: unknown field; {name} accepts {sorted(fields)}."
+                f"{where}, field {excerpt(key)}: unknown field{_hint(key, fields)}; {name} "
+                f"accepts {sorted(fields)}."
             )
     # The instance's own fields first, in the order written, then inherited ones.
     merged: dict[str, Any] = {}
@@ -262,6 +270,16 @@ def _expand_entry(
     return expanded
 
 
+def _hint(key: object, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for a close match of ``key`` among ``choices``, else ``""``."""
+    close = difflib.get_close_matches(str(key), sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _named(key: object, choices: Iterable[str]) -> str:
+    return f"{excerpt(key)}{_hint(key, choices)}"
+
+
 def _is_sweep(param: Param, value: Any) -> bool:
     if not isinstance(value, list):
         return False
@@ -271,7 +289,8 @@ def _is_sweep(param: Param, value: Any) -> bool:
 def _checked(where: str, key: str, param: Param, value: Any) -> Any:
     """``value`` converted to the parameter's type, or a ParameterError naming the field."""
     def bad(expected: str) -> ParameterError:
-        return ParameterError(f"{where}, field {key!r}: expected {expected}, got {value!r}.")
+        return ParameterError(
+            f"{where}, field {key!r}: expected {expected}, got {excerpt(repr(value))}.")
 
     if param.kind == "bool":
         if not isinstance(value, bool):

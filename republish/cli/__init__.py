@@ -2,29 +2,34 @@
 
 Each command lives in its own module under :mod:`republish.cli`, registers itself on the
 shared :data:`republish.cli.app.app`, and is imported here. Exit codes (design Contracts):
-0 success; 1 a verification or audit found a violation; 2 bad input or usage.
+0 success; 1 a verification or audit found a violation; 2 bad input or usage, or an
+expected failure of the environment (file, permission, full disk, store, interruption);
+3 an internal error (traceback with ``republish --debug``). See :mod:`republish.cli.app`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 # Command modules register themselves on import:
 from republish.cli import commands  # noqa: F401
-from republish.cli.app import app, error_console
-from republish.errors import RepublishError
+from republish.cli.app import app, report_failure, settings
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
-    """Console-script entry point; maps user errors to exit code 2 with a message.
+    """Console-script entry point.
 
     Typer runs in standalone mode: usage errors exit 2 and ``typer.Exit`` codes pass
-    through; a :class:`RepublishError` raised by a command is printed without a traceback.
+    through. Every command already maps its failures (:func:`republish.cli.app.guarded`);
+    this is the backstop for anything raised outside a command (while parsing options).
     """
+    settings.debug = os.environ.get("REPUBLISH_DEBUG", "") not in ("", "0")
     try:
         app()
-    except RepublishError as exc:
-        error_console.print(f"error: {exc}", markup=False)
-        sys.exit(2)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the last line of defence
+        sys.exit(report_failure(exc))

@@ -7,6 +7,7 @@ the files; 2 bad input or usage.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,11 +19,14 @@ from rich.progress import Progress
 
 from republish.audit import AuditReport, audit_releases, read_knowledge
 from republish.audit.exact_risk import PRINCIPLES
-from republish.cli.app import app, console, error_console, fail, print_json
+from republish.cli.app import app, check_range, console, error_console, fail, print_json
+from republish.cli.store_commands import _recover_or_warn
 from republish.errors import InputError, ParameterError, RepublishError
+from republish.excerpts import excerpt
 from republish.principles.catalog import principle as lookup_principle
 from republish.release import read_published
 from republish.schema import load_schema
+from republish.store import ReleaseStore
 
 
 def _counterfeit_options(options: list[str], releases: int) -> dict[int, Path]:
@@ -30,14 +34,15 @@ def _counterfeit_options(options: list[str], releases: int) -> dict[int, Path]:
     out: dict[int, Path] = {}
     for option in options:
         number, sep, name = option.partition(":")
-        if not sep or not number.strip().isdigit() or not name:
+        if not sep or not re.fullmatch(r"[0-9]{1,9}", number.strip()) or not name:
             raise ParameterError(
-                f"--counterfeits {option!r}: use N:FILE, e.g. --counterfeits 2:counterfeits-2.csv."
+                f"--counterfeits {excerpt(option)}: use N:FILE, e.g. --counterfeits "
+                "2:counterfeits-2.csv."
             )
         index = int(number) - 1
         if not 0 <= index < releases:
             raise ParameterError(
-                f"--counterfeits {option!r}: release {number} does not exist; there are "
+                f"--counterfeits {excerpt(option)}: release {number} does not exist; there are "
                 f"{releases} --release options."
             )
         if index in out:
@@ -217,12 +222,16 @@ def audit(
     """Audit releases (see HELP)."""
     try:
         if principle not in PRINCIPLES:
-            raise ParameterError(f"--principle {principle!r}: use one of {list(PRINCIPLES)}.")
+            raise ParameterError(
+                f"--principle {excerpt(principle)}: use one of {list(PRINCIPLES)}.")
+        check_range(max_individuals, "--max-individuals", 1, 10**6)
         if store is not None:
             if release or knowledge is not None or counterfeits:
                 raise ParameterError(
                     "--store audits the stored history; drop --release/--knowledge/--counterfeits."
                 )
+            with ReleaseStore.open(store) as opened:
+                _recover_or_warn(opened)
             from republish.audit.sug_report import (
                 SugAuditReport,
                 audit_store_sug,

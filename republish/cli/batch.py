@@ -19,15 +19,18 @@ from rich.table import Table
 
 from republish.batch.execute import BatchProgress, run_batch
 from republish.batch.manifest import load_manifest
-from republish.batch.report import (
-    comparison_summary,
-    method_summary,
-    optimum_comparison,
-    plot_optimum_comparison,
-    plot_time_vs_size,
-)
 from republish.batch.results import read_results
-from republish.cli.app import app, console, error_console, fail, print_json
+from republish.cli.app import (
+    app,
+    check_finite,
+    check_range,
+    console,
+    error_console,
+    fail,
+    print_json,
+)
+from republish.cli.ldiv import MAX_WORKERS
+from republish.cli.store_commands import MAX_TIME_LIMIT
 from republish.errors import ParameterError, RepublishError
 
 
@@ -84,6 +87,8 @@ def batch(
     Finished rows are journaled next to OUTPUT, so --resume continues an interrupted batch.
     """
     try:
+        check_range(workers, "--workers", 1, MAX_WORKERS)
+        check_finite(time_limit, "--time-limit", positive=True, maximum=MAX_TIME_LIMIT)
         if kill_margin is not None and not (math.isfinite(kill_margin) and kill_margin >= 0):
             raise ParameterError(f"--kill-margin {kill_margin}: must be a non-negative number.")
         loaded = load_manifest(manifest, time_limit=time_limit)
@@ -179,6 +184,15 @@ def batch_report(
     ] = False,
 ) -> None:
     """Summarize a batch: per method solved to optimality, mean gap, time percentiles."""
+    # matplotlib is imported only by the command that draws (a faster start for the others)
+    from republish.batch.report import (
+        comparison_summary,
+        method_summary,
+        optimum_comparison,
+        plot_optimum_comparison,
+        plot_time_vs_size,
+    )
+
     try:
         frame = read_results(results)
     except RepublishError as exc:

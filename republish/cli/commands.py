@@ -12,6 +12,7 @@ from republish.cli import (
     compare,  # noqa: F401
     demo,  # noqa: F401
     eligibility,  # noqa: F401
+    export,  # noqa: F401
     ldiv,  # noqa: F401
     store_commands,  # noqa: F401
 )

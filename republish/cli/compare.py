@@ -9,20 +9,25 @@ release (the columns of :data:`republish.solver.compare.COLUMNS`).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
 import pandas as pd
 import typer
 
-from republish.cli.app import app, console, print_json
-from republish.cli.store_commands import Eligibility
+from republish.cli.app import app, check_finite, check_range, console, print_json
+from republish.cli.store_commands import MAX_SEED, MAX_TIME_LIMIT, Eligibility
 from republish.errors import InputError
+from republish.excerpts import excerpt
+from republish.parameters import validate_m
 from republish.schema import load_schema
 from republish.solver.compare import compare_pipelines, plot_comparison
 from republish.tables import load_table
 
 _SERIES_KEYS = ("initial", "r", "releases")
+#: Largest value of each --series item (rows, rows per release, releases).
+MAX_SERIES = {"initial": 10**8, "r": 10**8, "releases": 1000}
 _SERIES_FORM = "initial=N,r=N,releases=N (e.g. initial=400,r=50,releases=3)"
 
 
@@ -33,16 +38,20 @@ def parse_series(text: str) -> dict[str, int]:
         key, sign, number = item.partition("=")
         key = key.strip()
         if not sign or key not in _SERIES_KEYS or key in values:
-            raise InputError(f"--series {text!r}: expected {_SERIES_FORM}; "
-                             f"item {item.strip()!r} is unknown, repeated or lacks '='.")
-        try:
-            values[key] = int(number.strip())
-        except ValueError:
-            raise InputError(f"--series {text!r}: {key}={number.strip()!r} is not an integer; "
-                             f"expected {_SERIES_FORM}.") from None
+            raise InputError(f"--series {excerpt(text)}: expected {_SERIES_FORM}; "
+                             f"item {excerpt(item.strip())} is unknown, repeated or lacks '='.")
+        digits = number.strip()
+        if not re.fullmatch(r"[+-]?[0-9]{1,12}", digits):
+            raise InputError(f"--series {excerpt(text)}: {key}={excerpt(digits)} is not an "
+                             f"integer; expected {_SERIES_FORM}.")
+        values[key] = int(digits)
+    for key, value in values.items():
+        if not 1 <= value <= MAX_SERIES[key]:
+            raise InputError(f"--series {excerpt(text)}: {key}={value} must be between 1 and "
+                             f"{MAX_SERIES[key]:,}.")
     missing = [key for key in _SERIES_KEYS if key not in values]
     if missing:
-        raise InputError(f"--series {text!r}: missing {', '.join(missing)}; expected "
+        raise InputError(f"--series {excerpt(text)}: missing {', '.join(missing)}; expected "
                          f"{_SERIES_FORM}.")
     return values
 
@@ -103,7 +112,12 @@ def compare(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON list.")] = False,
 ) -> None:
     """Run the heuristic and the exact m-invariant pipelines side by side on one series."""
+    check_finite(time_limit, "--time-limit", positive=True, maximum=MAX_TIME_LIMIT)
+    check_range(seed, "--seed", 0, MAX_SEED)
+    validate_m(m)
     series = parse_series(series_text)
+    if output.exists() and not output.is_dir():
+        raise InputError(f"-o {output}: exists and is not a folder; give a folder path.")
     schema = load_schema(schema_path)
     table = load_table(data, schema)
     frame = compare_pipelines(table, schema, m, series["initial"], series["r"],

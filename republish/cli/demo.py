@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from republish.certificate import Certificate
@@ -36,7 +37,7 @@ def _show(title: str, frame: pd.DataFrame) -> None:
 
 def _verdict(label: str, report: VerificationReport, expect_ok: bool) -> dict[str, Any]:
     mark = "yes" if report.ok else "NO"
-    console.print(f"[bold]{label}:[/bold] {mark}")
+    console.print(f"[bold]{escape(label)}:[/bold] {mark}", markup=True)
     for violation in report.violations:
         rows = ", ".join(str(r) for r in violation.rows)
         who = f" (rows: {rows})" if rows else ""
@@ -111,13 +112,14 @@ def _show_computed(example: HospitalExample, steps: dict[str, StepResult]) -> No
     _show("R(2)", second.release.counterfeits)
     pair = check_m_invariance_pair(first.release, second.release, 2)
     console.print(
-        f"[bold]Computed T*(1) -> T*(2) are 2-invariant:[/bold] {'yes' if pair.ok else 'NO'}"
+        f"[bold]Computed T*(1) -> T*(2) are 2-invariant:[/bold] {'yes' if pair.ok else 'NO'}",
+        markup=True,
     )
     _show("T*(2) computed after the paper's Table 1b", _sorted(after_paper.release))
     _show("R(2)", after_paper.release.counterfeits)
     costs = paper_costs(example)
     for label, step in steps.items():
-        console.print(f"[bold]{label}:[/bold] ", end="")
+        console.print(f"[bold]{escape(label)}:[/bold] ", end="", markup=True)
         console.print(certificate_line(step.certificate), markup=False)
     console.print(
         f"The paper's hand-made releases cost {costs['table 1b']:.3f} (Table 1b) and "

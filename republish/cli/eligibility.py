@@ -8,13 +8,16 @@ status`` (plus per-value changes, bound and time).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from republish.cli.app import app, console, print_json
+from republish.cli.app import app, check_finite, check_range, console, print_json
+from republish.cli.store_commands import MAX_SEED, MAX_TIME_LIMIT
 from republish.errors import InputError, ParameterError
+from republish.excerpts import excerpt
 from republish.parameters import validate_m
 from republish.problems.eligibility import (
     EligibilitySolution,
@@ -26,6 +29,8 @@ from republish.schema import load_schema
 from republish.solver.eligibility import METHODS, random_baseline, sensitive_counts, solve_counts
 from republish.tables import load_table
 
+#: Largest count of one value accepted by --counts (rows of one table).
+MAX_COUNT = 10**12
 _ALL = "all"
 _RANDOM = "random"
 
@@ -42,16 +47,20 @@ def parse_counts(text: str) -> dict[str, int]:
     for position, item in enumerate(items, start=1):
         name, _, number = item.rpartition("=") if "=" in item else (f"v{position}", "", item)
         name = name.strip()
-        try:
-            count = int(number.strip())
-        except ValueError:
+        digits = number.strip()
+        if not re.fullmatch(r"[+-]?[0-9]{1,30}", digits):
             raise InputError(
-                f"--counts: {number.strip()!r} (item {position}) is not a non-negative integer."
-            ) from None
+                f"--counts: {excerpt(digits)} (item {position}) is not a non-negative integer."
+            )
+        count = int(digits)
         if count < 0:
             raise InputError(f"--counts: item {position} is negative ({count}); counts are rows.")
+        if count > MAX_COUNT:
+            raise InputError(f"--counts: item {position} ({count}) exceeds {MAX_COUNT:.0e} "
+                             "rows; check the value.")
         if not name or name in counts:
-            raise InputError(f"--counts: item {position} repeats or lacks the value name {name!r}.")
+            raise InputError(
+                f"--counts: item {position} repeats or lacks the value name {excerpt(name)}.")
         counts[name] = count
     return counts
 
@@ -112,6 +121,10 @@ def eligibility(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON list.")] = False,
 ) -> None:
     """Minimum counterfeits / deletions / both that make a table m-eligible."""
+    check_finite(time_limit, "--time-limit", positive=True, maximum=MAX_TIME_LIMIT)
+    check_finite(counterfeit_cost, "--counterfeit-cost", minimum=0, maximum=1e9)
+    check_finite(deletion_cost, "--deletion-cost", minimum=0, maximum=1e9)
+    check_range(seed, "--seed", 0, MAX_SEED)
     if (data is None) == (counts_text is None):
         raise ParameterError("give either DATA (with --schema) or --counts, not both or neither.")
     if data is not None:

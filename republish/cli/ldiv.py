@@ -9,6 +9,7 @@ l-eligible (no l-diverse generalization exists).
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -16,11 +17,16 @@ from typing import Annotated
 import pandas as pd
 import typer
 
-from republish.cli.app import app, console, fail, print_json
-from republish.errors import ParameterError, RepublishError
+from republish.cli.app import app, check_finite, check_range, console, fail, print_json
+from republish.cli.store_commands import MAX_SEED, MAX_TIME_LIMIT
+from republish.errors import InputError, RepublishError
+from republish.release import frame_bytes, write_file_durably
 from republish.schema import load_schema
 from republish.solver.ldiversity import publish_l_diverse, solve_l_diversity
 from republish.tables import load_table
+
+#: Most CP-SAT worker threads accepted (more is a typo that would exhaust memory).
+MAX_WORKERS = 256
 
 
 class Method(StrEnum):
@@ -38,12 +44,21 @@ class Rendering(StrEnum):
     interval = "interval"
 
 
-def _write(frame_path: Path, frame: pd.DataFrame) -> None:
+def _write(frame_path: Path, frame: pd.DataFrame, overwrite: bool) -> None:
+    """Write the published table whole or not at all; CSV cells neutralized against
+    formula injection (docs/formats.md). An existing OUTPUT (or a symbolic link there) is
+    refused without ``--overwrite``; with it, the file itself is replaced (a link is
+    replaced by the file, its target is never written)."""
+    if os.path.lexists(frame_path) and not overwrite:
+        kind = "a symbolic link" if frame_path.is_symlink() else "a file"
+        raise InputError(f"-o {str(frame_path)!r} already exists ({kind}); pass --overwrite "
+                         "to replace it, or choose another path.")
+    if frame_path.is_dir() and not frame_path.is_symlink():
+        raise InputError(f"-o {str(frame_path)!r} is a folder; give a file path such as "
+                         "published.csv.")
+    fmt = "parquet" if frame_path.suffix.lower() in (".parquet", ".pq") else "csv"
     frame_path.parent.mkdir(parents=True, exist_ok=True)
-    if frame_path.suffix.lower() in (".parquet", ".pq"):
-        frame.to_parquet(frame_path, index=False)
-    else:
-        frame.to_csv(frame_path, index=False)
+    write_file_durably(frame_path, frame_bytes(frame, fmt))
 
 
 @app.command("ldiv")
@@ -79,6 +94,10 @@ def ldiv(
         typer.Option("--json", help="Print one JSON document {stars, suppressed_tuples, "
                      "lower_bound, status, phase, time_s, ...}."),
     ] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace OUTPUT if it exists (the file "
+                           "itself: a symbolic link is replaced, never followed).")
+    ] = False,
 ) -> None:
     """Publish DATA as an l-diverse table with few stars and suppressed tuples.
 
@@ -88,10 +107,11 @@ def ldiv(
     generalization: that is an error (exit 2); see `republish eligibility`.
     """
     try:
-        if time_limit <= 0:
-            raise ParameterError(f"--time-limit must be positive, got {time_limit}.")
-        if workers < 1:
-            raise ParameterError(f"--workers must be at least 1, got {workers}.")
+        check_finite(time_limit, "--time-limit", positive=True, maximum=MAX_TIME_LIMIT)
+        check_range(workers, "--workers", 1, MAX_WORKERS)
+        check_range(seed, "--seed", 0, MAX_SEED)
+        if os.path.lexists(output) and not overwrite:
+            _write(output, pd.DataFrame(), overwrite)  # the refusal, before any work
         parsed = load_schema(schema)
         table = load_table(data, parsed)
         solution = solve_l_diversity(
@@ -100,7 +120,7 @@ def ldiv(
         )
         published = publish_l_diverse(table, parsed, solution, seed=seed,
                                       model=rendering.value)
-        _write(output, published)
+        _write(output, published, overwrite)
     except RepublishError as exc:
         fail(str(exc))
         return

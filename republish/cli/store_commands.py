@@ -19,8 +19,7 @@ or usage (message on stderr).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -33,18 +32,26 @@ from rich import box
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from republish.cli.app import app, console, error_console, print_json
+from republish.cli.app import app, check_finite, console, error_console, print_json
 from republish.cli.init_options import BUILDERS, InitFlags
-from republish.errors import InputError
+from republish.cli.publication import (
+    StagedRelease,
+    checkpoint,
+    move_into_place,
+    prepare_output,
+    record,
+    recover,
+)
+from republish.errors import InputError, RepublishError
 from republish.identifiers import validate_identifier_kind
 from republish.principles.catalog import principle_names
-from republish.release import Release, write_release
+from republish.release import Release, release_file_names, render_release, sha256
 from republish.schema import load_schema
 from republish.solver.options import SolveOptions
 from republish.solver.publish import publish
 from republish.state import LAST_RELEASE, SIGNATURE, PublisherState
 from republish.store import HISTORY_FIELDS, ReleaseStore
-from republish.tables import load_table
+from republish.tables import read_frame, validate_table
 
 
 class Eligibility(StrEnum):
@@ -77,6 +84,24 @@ class SolverMode(StrEnum):
 class Format(StrEnum):
     csv = "csv"
     parquet = "parquet"
+
+
+#: Longest --time-limit accepted (seconds): a longer one is a typo, not a setting.
+MAX_TIME_LIMIT = 7 * 24 * 3600.0
+#: Largest --seed (the solvers take 32-bit seeds).
+MAX_SEED = 2**31 - 1
+
+
+def _say(message: str) -> None:
+    """A note on stderr (recovery of an interrupted run, warnings)."""
+    error_console.print(f"note: {message}", markup=False, soft_wrap=True)
+
+
+def _warn_if_store_inside(store: Path, folder: Path) -> None:
+    if folder in store.resolve().parents:
+        _say(f"the store {store} is inside the output folder {folder}: the store holds "
+             "private data (raw values, who is in which group) and must never be published "
+             "with the files; keep it outside any folder you sync or share.")
 
 
 @contextmanager
@@ -162,7 +187,8 @@ def release(
     ] = Eligibility.counterfeit,
     seed: Annotated[
         int | None,
-        typer.Option("--seed", help="Seed for reproducible tests (default: OS entropy)."),
+        typer.Option("--seed", min=0, max=MAX_SEED,
+                     help="Seed for reproducible tests (default: OS entropy)."),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output file format.")] = Format.csv,
     schema: Annotated[
@@ -197,20 +223,30 @@ def release(
                      "every returning person's protection)."),
     ] = False,
 ) -> None:
-    """Compute, verify and record the next release of DATA (the store's principle)."""
+    """Compute, verify and record the next release of DATA (the store's principle).
+
+    The files are written to a private staging folder beside the store, the release and
+    the files' checksums are recorded in one transaction, then the files are moved into
+    OUTPUT; an interrupted run is finished by the next command on the store.
+    """
+    check_finite(time_limit, "--time-limit", maximum=MAX_TIME_LIMIT)
     with ReleaseStore.open(store) as opened:
+        recover(opened, _say)
         if schema is not None:
             opened.check_schema(load_schema(schema))
         number = opened.last_release + 1
-        kinds = ("release", opened.definition.counts_file)
-        targets = [output / f"{kind}-{number}.{fmt.value}" for kind in kinds]
-        existing = [str(t) for t in targets if t.exists()]
+        names = release_file_names(number, fmt.value, opened.definition.counts_file)
+        targets = [output / name for name in names]
+        existing = [str(t) for t in targets if os.path.lexists(t)]
         if existing:
             raise InputError(
                 f"{existing} already exist; choose another output directory or remove them."
             )
+        if output.exists() and not output.is_dir():
+            raise InputError(f"-o {str(output)!r} exists and is not a folder; give a folder.")
+        frame = read_frame(data, opened.schema.delimiter)
         try:
-            table = load_table(data, opened.schema, opened.identifier_kind)
+            table = validate_table(frame, opened.schema, opened.identifier_kind)
         except InputError as exc:
             raise InputError(f"{data} does not match the store's schema: {exc}") from exc
         rng = np.random.default_rng(seed)
@@ -227,15 +263,20 @@ def release(
                              number=number, validated=True, progress=report,
                              new_population=new_population)
             progress.update(task, description="writing")
-            output.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix=f".release-{number}-", dir=output))
-            try:
-                written = write_release(result.release, staging, fmt.value)
-                opened.append_step(result)
-                for path, target in zip(written, targets, strict=True):
-                    os.replace(path, target)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
+            files = render_release(result.release, fmt.value, opened.definition.counts_file)
+            folder = prepare_output(output)
+            _warn_if_store_inside(opened.path, folder)
+            checkpoint("rendered")
+            with StagedRelease.create(opened.path, number) as staged:
+                staged.write(files)
+                checkpoint("staged")
+                opened.append_step(result, record(number, files, fmt.value, folder, staged))
+                checkpoint("committed")
+                for name in names:
+                    move_into_place(staged.folder / name, folder / name, files[name])
+                    checkpoint(f"moved {name}")
+                opened.mark_published(number)
+                checkpoint("marked")
     summary = result.summary()
     if as_json:
         print_json(summary)
@@ -284,13 +325,23 @@ def _state_problems(stored: PublisherState, replayed: PublisherState) -> list[st
 @app.command("verify")
 def verify(
     store: Annotated[Path, typer.Option("--store", help="Release store (SQLite).")],
+    files: Annotated[
+        Path | None,
+        typer.Option("--files", help="Also check the published files in this folder against "
+                     "the SHA-256 the store recorded when it published them."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Re-check every stored release, the whole sequence and the stored private state."""
+    """Re-check every stored release, the whole sequence, the stored private state and the
+    recorded checksums of the published files (with --files: the files themselves)."""
     problems: list[str] = []
+    if files is not None and not files.is_dir():
+        raise InputError(f"--files {str(files)!r}: not a folder; give the folder the "
+                         "releases were published to.")
     with ReleaseStore.open(store) as opened, _progress() as progress:
+        _recover_or_warn(opened)
         numbers = opened.release_numbers()
-        task = progress.add_task("checksums", total=len(numbers) + 2)
+        task = progress.add_task("checksums", total=len(numbers) + 3)
         problems.extend(opened.checksum_problems())
         releases: list[Release] = []
         for number in numbers:
@@ -304,17 +355,89 @@ def verify(
             problems.extend(
                 _state_problems(opened.state(), PublisherState.from_releases(releases, opened.m))
             )
+        progress.update(task, advance=1, description="published files")
+        problems.extend(file_problems(opened, releases, files))
     if as_json:
         print_json({"ok": not problems, "principle": opened.principle, "releases": len(numbers),
                     "violations": [{"group": None, "reason": p} for p in problems]})
     elif problems:
-        error_console.print(f"violation: {problems[0]}", markup=False)
+        error_console.print(f"violation: {problems[0]}", markup=False, soft_wrap=True)
         if len(problems) > 1:
             error_console.print(f"(+{len(problems) - 1} more)", markup=False)
     else:
-        console.print(f"{store}: {len(numbers)} release(s) verified, m = {opened.m}: OK")
+        checked = f", published files in {files} match" if files is not None else ""
+        console.print(f"{store}: {len(numbers)} release(s) verified, m = {opened.m}{checked}: "
+                      "OK", markup=False)
     if problems:
         raise typer.Exit(1)
+
+
+_PUBLISHED_NAME = re.compile(r"^(release|counterfeits|substitutions)-([0-9]+)\.(csv|parquet)$")
+
+
+def file_problems(opened: ReleaseStore, releases: list[Release],
+                  folder: Path | None) -> list[str]:
+    """Recorded file checksums that the stored releases no longer render to, and (with
+    ``folder``) published files missing, different from the record, or unknown to it."""
+    problems: list[str] = []
+    recorded = opened.published_files()
+    by_number = {release.number: release for release in releases}
+    counts_name = opened.definition.counts_file
+    rendered: dict[tuple[int, str], dict[str, bytes]] = {}
+
+    def render(number: int, fmt: str) -> dict[str, bytes]:
+        if (number, fmt) not in rendered:
+            rendered[number, fmt] = render_release(by_number[number], fmt, counts_name)
+        return rendered[number, fmt]
+
+    for entry in recorded:
+        if entry.release not in by_number:
+            problems.append(f"release {entry.release}: file {entry.name} is recorded for a "
+                            "release the store does not hold")
+            continue
+        data = render(entry.release, entry.format).get(entry.name)
+        if entry.format == "csv" and (data is None or sha256(data) != entry.sha256):
+            problems.append(
+                f"release {entry.release}: the stored release no longer renders to the "
+                f"recorded {entry.name} (SHA-256 differs; the store was modified outside "
+                "republish)")
+    if folder is None:
+        return problems
+    expected = {entry.name: entry for entry in recorded}
+    for entry in recorded:
+        path = folder / entry.name
+        if not path.is_file():
+            problems.append(f"release {entry.release}: {path} is missing (re-create it with "
+                            f"'republish export --store {opened.path} -o {folder} --release "
+                            f"{entry.release}')")
+        elif path.is_symlink() or sha256(path.read_bytes()) != entry.sha256:
+            problems.append(f"release {entry.release}: {path} differs from the file published "
+                            "(SHA-256 recorded in the store)")
+    for path in sorted(folder.iterdir()):
+        match = _PUBLISHED_NAME.match(path.name)
+        if match is None or path.name in expected:
+            continue
+        number, fmt = int(match.group(2)), match.group(3)
+        if number in by_number and not any(e.release == number for e in recorded):
+            # A release published before checksums were recorded: compare with its rendering.
+            data = render(number, fmt).get(path.name)
+            if data is not None and sha256(path.read_bytes()) == sha256(data):
+                continue
+            problems.append(f"release {number}: {path} differs from the stored release")
+            continue
+        problems.append(f"{path} is not a file of any release recorded in the store (left by "
+                        "an interrupted or foreign run?); remove it before publishing the "
+                        "folder")
+    return problems
+
+
+def _recover_or_warn(opened: ReleaseStore) -> None:
+    """Recovery for commands that only read the store: a failure is a warning."""
+    try:
+        recover(opened, _say)
+    except (RepublishError, OSError) as exc:
+        _say(f"an interrupted release could not be finished now ({exc}); 'republish "
+             "release' will refuse to continue until it is.")
 
 
 @app.command("history")
@@ -325,6 +448,7 @@ def history(
     """Per release: rows, new, deleted, re-inserted, counterfeits, deferred, groups, mean
     normalized perimeter, wall time and the solve certificate."""
     with ReleaseStore.open(store) as opened:
+        _recover_or_warn(opened)
         rows: list[dict[str, Any]] = [
             {key: row.get(key) for key in HISTORY_FIELDS} | row for row in opened.history()
         ]
@@ -383,4 +507,4 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["history", "init", "release", "verify"]
+__all__ = ["file_problems", "history", "init", "release", "verify"]
