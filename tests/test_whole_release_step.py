@@ -191,3 +191,25 @@ def test_vectorized_extents_equal_the_plain_extent() -> None:
     a, b = np.arange(10), np.arange(10, 30)
     pairs = cost.pairwise(a, b)
     assert np.allclose(pairs, [[cost.extent(np.array([i, j])) for j in b] for i in a])
+
+
+def test_piped_output_is_not_cut_to_80_columns(tmp_path) -> None:
+    """Logs and CI read piped output: the certificate line (> 80 characters) stays whole."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from republish.examples import hospital as example_module
+
+    folder = Path(example_module.__file__).parent / "hospital"
+    environment = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    command = [sys.executable, "-c", "from republish.cli import main; main()"]
+    subprocess.run([*command, "init", "--store", str(tmp_path / "s.db"), "--schema",
+                    str(folder / "schema.toml"), "--m", "2"], check=True, capture_output=True,
+                   env=environment)
+    done = subprocess.run([*command, "release", str(folder / "table1a.csv"), "--store",
+                           str(tmp_path / "s.db"), "-o", str(tmp_path / "out")],
+                          capture_output=True, text=True, env=environment, check=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("certificate:")]
+    assert len(lines) == 1 and len(lines[0]) > 80 and "(a)" in lines[0] and "(b)" in lines[0]

@@ -81,10 +81,26 @@ app = GuardedTyper(
     pretty_exceptions_enable=False,
 )
 
+#: Width of the human-readable output when it is piped or logged (a terminal's own width,
+#: or ``COLUMNS``, otherwise): wide enough that tables and certificates are never cut to
+#: 80 columns in logs and CI output.
+PIPED_WIDTH = 200
+
+
+def _width(stream: Any) -> int | None:
+    if os.environ.get("COLUMNS"):
+        return None  # rich reads it
+    try:
+        return None if stream.isatty() else PIPED_WIDTH
+    except (AttributeError, ValueError):
+        return PIPED_WIDTH
+
+
 #: Human-readable output goes to stdout through this console; --json output bypasses it.
-console = Console(highlight=False, markup=False, emoji=False)
+console = Console(highlight=False, markup=False, emoji=False, width=_width(sys.stdout))
 #: Errors and progress go to stderr so that --json stdout stays one JSON document.
-error_console = Console(stderr=True, highlight=False, markup=False, emoji=False)
+error_console = Console(stderr=True, highlight=False, markup=False, emoji=False,
+                        width=_width(sys.stderr))
 
 
 def print_json(document: Any) -> None:
