@@ -25,11 +25,14 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 import numpy as np
+import pandas as pd
 
 from republish.errors import ParameterError
+from republish.release import COUNT, GROUP, Release
 from republish.schema import Schema
+from republish.tables import encode_qis
 
-__all__ = ["COUNTS_NAME", "OBJECTIVES", "CostName", "ReleaseCost", "counts_name",
+__all__ = ["COUNTS_NAME", "OBJECTIVES", "CostName", "ReleaseCost", "counts_name", "release_cost",
            "validate_cost"]
 
 CostName = Literal["perimeter", "ncp"]
@@ -82,17 +85,7 @@ class ReleaseCost:
         if not len(rows):
             return 0.0
         chosen = self.points[rows]
-        total = 0.0
-        for j, qi in enumerate(self.schema.qis):
-            low, high = chosen[:, j].min(), chosen[:, j].max()
-            if qi.kind == "hierarchy":
-                assert qi.hierarchy is not None
-                leaves = len(qi.hierarchy.leaves)
-                covered = qi.hierarchy.covered_leaves(np.array([int(low)]), np.array([int(high)]))
-                total += float((covered[0] - 1) / (leaves - 1)) if leaves > 1 else 0.0
-            else:
-                total += float(high - low)
-        return total
+        return float(self._lengths(chosen.min(axis=0), chosen.max(axis=0)).sum())
 
     def group_cost(self, rows: np.ndarray, slots: int) -> float:
         """Cost of one group: ``slots`` (|G|, counterfeits included) for the perimeter,
@@ -121,15 +114,7 @@ class ReleaseCost:
         np.maximum.at(high, labels, chosen)
         present = np.bincount(labels, minlength=count) > 0
         lengths = np.zeros((count, d))
-        for j, qi in enumerate(self.schema.qis):
-            if qi.kind == "hierarchy":
-                assert qi.hierarchy is not None
-                leaves = len(qi.hierarchy.leaves)
-                covered = qi.hierarchy.covered_leaves(
-                    low[present, j].astype(np.int64), high[present, j].astype(np.int64))
-                lengths[present, j] = (covered - 1) / (leaves - 1) if leaves > 1 else 0.0
-            else:
-                lengths[present, j] = high[present, j] - low[present, j]
+        lengths[present] = self._lengths(low[present], high[present])
         sizes = (np.asarray(slots, dtype=np.float64) if self.name == "perimeter"
                  else np.bincount(labels, minlength=count).astype(np.float64))
         return float((sizes * lengths.sum(axis=1)).sum())
@@ -191,3 +176,18 @@ class _Measure:
 
     def pairwise(self, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
         return self.cost.pairwise(rows_a, rows_b)
+
+
+def release_cost(release: Release, table: pd.DataFrame, name: CostName = "perimeter") -> float:
+    """Objective (b) of a release of ``table`` (its ``T(n)``), recomputed from the private
+    assignment and the counterfeit counts ``R(n)``: how a hand-made release (the paper's
+    Tables 1b and 3a) is compared with a computed one."""
+    schema = release.schema
+    cost = ReleaseCost.of(schema, encode_qis(table, schema), name)
+    position = {ident: i for i, ident in enumerate(table[schema.identifier].tolist())}
+    fakes = dict(zip(release.counterfeits[GROUP], release.counterfeits[COUNT], strict=True))
+    groups, slots = [], []
+    for group, members in release.assignment.groupby(GROUP):
+        groups.append(np.array([position[i] for i in members[schema.identifier]]))
+        slots.append(len(members) + int(fakes.get(group, 0)))
+    return cost.total(groups, slots)

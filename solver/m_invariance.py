@@ -51,6 +51,7 @@ from republish.solver.m_invariance_rows import (
 )
 from republish.solver.m_invariance_whole import (
     AUTO_WHOLE_ROWS,
+    BOUND_ROWS,
     Grouping,
     bound_only,
     release_certificate,
@@ -246,21 +247,27 @@ def build_m_invariant(context: StepContext) -> Built:
                   f"{c.bound if c.bound is None else round(c.bound, 6)}"
                   for c in split_certificates)
     )
-    bucket = np.full(len(table), -1, dtype=np.int64)
-    bucket[old] = division.bucket_of_row
-    code_of = {v: i for i, v in enumerate(domain)}
-    problem = whole_problem(cost, codes_sa, bucket,
-                            [frozenset(code_of[v] for v in sig) for sig in work.signatures],
-                            m, len(domain), eligibility) if solve.uses_models else None
+    run_model = solve.mode == "exact" or len(table) <= AUTO_WHOLE_ROWS
+    problem = None
+    if solve.uses_models and (run_model or len(table) <= BOUND_ROWS):
+        # Built only when the model or the bound will read it (its checks loop over rows).
+        bucket = np.full(len(table), -1, dtype=np.int64)
+        bucket[old] = division.bucket_of_row
+        code_of = {v: i for i, v in enumerate(domain)}
+        problem = whole_problem(cost, codes_sa, bucket,
+                                [frozenset(code_of[v] for v in sig) for sig in work.signatures],
+                                m, len(domain), eligibility)
     whole = None
     status_a: Status = "HEURISTIC" if counts is None else counts.status
     bound_a = None if counts is None else counts.bound
     status_b: Status = "HEURISTIC"
     bound_b: float | None = None
-    if problem is not None and (solve.mode == "exact" or len(table) <= AUTO_WHOLE_ROWS):
+    if problem is not None and run_model:
         timer.phase("whole release")
+        order = np.argsort(item_labels[real], kind="stable")
+        starts = np.searchsorted(item_labels[real][order], np.arange(1, len(labels)))
         hint = Grouping(
-            groups=tuple(item_rows[real & (item_labels == g)] for g in range(len(labels))),
+            groups=tuple(np.split(item_rows[real][order], starts)),
             signatures=(), counterfeits=(), deferred=deferred_rows,
             objective_a=pipeline_a, objective_b=pipeline_b)
         whole = solve_whole(problem, cost, hint, solve, context.deadline, context.model_seed())

@@ -14,6 +14,7 @@ reported gap is the gap to the release's true optimum.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -159,6 +160,4 @@ def release_certificate(
         heuristic_objective=None if heuristic is None else heuristic[1],
         objective_name=OBJECTIVES[cost.name])
     certificate = lexicographic(step, first, second)
-    if detail:
-        certificate = Certificate(**{**certificate.__dict__, "detail": detail})
-    return certificate
+    return dataclasses.replace(certificate, detail=detail) if detail else certificate

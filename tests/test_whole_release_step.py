@@ -11,26 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from republish.examples.hospital import load_hospital
-from republish.objectives import ReleaseCost
+from republish.objectives import ReleaseCost, release_cost
 from republish.principles import verify_release
-from republish.release import COUNT, GROUP, Release
+from republish.release import Release
 from republish.solver.m_invariance import publish_m_invariant
 from republish.state import PublisherState
-from republish.tables import encode_qis
 
 
 def _cost_of(release: Release, table: pd.DataFrame) -> float:
-    """Objective (b) of a release, recomputed from its private assignment and R(n)."""
-    schema = release.schema
-    cost = ReleaseCost.of(schema, encode_qis(table, schema))
-    ids = table[schema.identifier].tolist()
-    assignment = release.assignment
-    fakes = dict(zip(release.counterfeits[GROUP], release.counterfeits[COUNT], strict=True))
-    groups, slots = [], []
-    for group, members in assignment.groupby(GROUP):
-        groups.append(np.array([ids.index(i) for i in members[schema.identifier]]))
-        slots.append(len(members) + int(fakes.get(group, 0)))
-    return cost.total(groups, slots)
+    return release_cost(release, table)
 
 
 def test_paper_tables_costs() -> None:
@@ -135,13 +124,8 @@ def test_ncp_objective_is_optimized_and_named() -> None:
     runs = {cost: publish_m_invariant(hospital.t2, hospital.schema, 2, paper, mode="exact",
                                       rng=np.random.default_rng(0), cost=cost)  # type: ignore[arg-type]
             for cost in ("perimeter", "ncp")}
-    ncp = ReleaseCost.of(hospital.schema, encode_qis(hospital.t2, hospital.schema), "ncp")
-    ids = hospital.t2[hospital.schema.identifier].tolist()
-
     def ncp_of(release: Release) -> float:
-        groups = [np.array([ids.index(i) for i in members[hospital.schema.identifier]])
-                  for _, members in release.assignment.groupby(GROUP)]
-        return ncp.total(groups, [len(g) for g in groups])
+        return release_cost(release, hospital.t2, "ncp")
 
     assert runs["ncp"].summary()["cost"] == pytest.approx(ncp_of(runs["ncp"].release))
     assert ncp_of(runs["ncp"].release) <= ncp_of(runs["perimeter"].release) + 1e-9
