@@ -19,7 +19,6 @@ import difflib
 import hashlib
 import json
 import math
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from republish.errors import SchemaError
-from republish.excerpts import excerpt, excerpts
+from republish.excerpts import excerpt, excerpts, read_toml
 
 QIKind = Literal["numeric", "ordered", "hierarchy"]
 SUPPRESSED = "*"
@@ -301,14 +300,7 @@ def load_schema(path: str | Path) -> Schema:
         raise SchemaError(f"schema file {str(path)!r} not found.")
     if path.stat().st_size > MAX_HIERARCHY_BYTES:
         raise SchemaError(f"schema file {str(path)!r} is too large to be a schema.")
-    try:
-        data = tomllib.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise SchemaError(
-            f"{path}: not UTF-8 text (byte at position {exc.start}); a schema is a TOML file."
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise SchemaError(f"{path}: not valid TOML ({excerpt(exc, 120)}).") from exc
+    data = read_toml(path, "a schema", SchemaError)
     return _schema_from_mapping(data, path.parent, source=str(path))
 
 

@@ -36,7 +36,6 @@ import itertools
 import json
 import math
 import numbers
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,7 +44,7 @@ from typing import Any
 from republish.batch.problem import RUN_OPTIONS, Param, Problem
 from republish.batch.registry import problems
 from republish.errors import ParameterError
-from republish.excerpts import excerpt
+from republish.excerpts import excerpt, read_toml
 
 #: Time limit of an instance when neither the manifest nor the command line gives one.
 DEFAULT_TIME_LIMIT = 60.0
@@ -107,14 +106,7 @@ def load_manifest(path: str | Path, time_limit: float | None = None) -> Manifest
     path = Path(path)
     if not path.is_file():
         raise ParameterError(f"manifest {str(path)!r} not found.")
-    try:
-        data = tomllib.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ParameterError(
-            f"{path}: not UTF-8 text (byte at position {exc.start}); a manifest is a TOML file."
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ParameterError(f"{path}: not valid TOML ({excerpt(exc, 120)}).") from exc
+    data = read_toml(path, "a manifest", ParameterError)
     return parse_manifest(data, path.resolve().parent, source=str(path), time_limit=time_limit)
 
 
