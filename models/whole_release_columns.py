@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 from republish.models.whole_release_bound import (
     Master,
+    Relaxation,
     partition_model,
     reduced_costs,
     relax,
@@ -33,6 +34,7 @@ from republish.models.whole_release_counts import (
     count_columns,
     enumerate_columns,
 )
+from republish.models.whole_release_pricing import RcOf, price_by_anchors
 
 
 class Columns:
@@ -116,19 +118,24 @@ def _scip(master: Master, keep: np.ndarray, start: list[int], time_limit: float,
 
 
 def _price(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray, theta: float,
-           limit: int, radius: float = math.inf) -> np.ndarray | None:
-    """Every column with ``|σ|·box extent - Σ pi <= theta`` (and box extent ``<= radius``);
-    None past ``limit``."""
-    found = []
+           limit: int, radius: float = math.inf, rc_of: RcOf | None = None,
+           quick: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every column with ``|σ|·box extent - Σ pi <= theta`` (and box extent ``<= radius``),
+    or with ``rc_of`` each anchor's best columns (:func:`price_by_anchors`); and per row
+    the least reduced cost of the columns anchored at it over all families. None past
+    ``limit``."""
+    found, least = [], np.full(len(problem.values), math.inf)
     for family in fams:
-        columns = enumerate_columns(problem, family, limit=limit, pi=pi, theta=theta,
-                                    radius=radius)
-        if columns is None:
+        priced = price_by_anchors(problem, family, pi, max(theta, 0.0), limit=limit,
+                                  radius=radius, rc_of=rc_of, quick=quick)
+        if priced is None:
             return None
-        found.append(columns)
+        found.append(priced[0])
+        least = np.minimum(least, priced[1])
     width = max((c.shape[1] for c in found), default=1)
-    return np.vstack([np.hstack([c, np.full((len(c), width - c.shape[1]), -1)])
-                      for c in found]) if found else np.zeros((0, 1), np.int64)
+    block = np.vstack([np.hstack([c, np.full((len(c), width - c.shape[1]), -1)])
+                       for c in found]) if found else np.zeros((0, 1), np.int64)
+    return block, least
 
 
 @dataclass
@@ -171,33 +178,44 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
         bound = max(bound, relaxed.bound_radius if box else -math.inf)
         if not box or left() < 0.6 * time_limit:  # column generation: 40% of the time
             break
-        priced, exact = _price(problem, fams, relaxed.pi, 0.0, limit), True
-        while priced is None or not exact:  # too many to price all: a larger radius, no bound
-            if priced is not None:
-                fresh = columns.canonical(priced[columns.missing(priced)])
-                if (reduced_costs(fresh, *columns.attributes(fresh), relaxed.y,
-                                  relaxed.y_a) < 0).any():
+        def rc_of(block: np.ndarray, relaxed: Relaxation = relaxed) -> np.ndarray:
+            block = columns.canonical(block)
+            return reduced_costs(block, *columns.attributes(block), relaxed.y, relaxed.y_a)
+
+        quick = _price(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of, quick=True)
+        if quick is not None:  # heuristic pricing first: an exact round only when it fails
+            fresh = columns.canonical(quick[0][columns.missing(quick[0])])
+            if len(fresh) and (rc_of(fresh) < -1e-9).any():
+                columns.add(fresh[rc_of(fresh) < -1e-9])
+                rounds += 1
+                continue
+        result = _price(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of)
+        exact = result is not None
+        while result is None or not exact:  # too many to price: a larger radius, no bound
+            if result is not None:
+                fresh = result[0][columns.missing(result[0])]
+                if (rc_of(fresh) < 0).any():
                     break
             if reach >= scale:
-                priced = None
+                result = None
                 break
             reach = max(reach * 1.5, 1e-3 * scale)
-            priced, exact = _price(problem, fams, relaxed.pi, 0.0, limit, reach), reach >= scale
-            if priced is None:
+            result = _price(problem, fams, relaxed.pi, 0.0, limit, reach)
+            exact = False
+            if result is None:
                 break
-        if priced is None:
+        if result is None:
             break
-        priced = columns.canonical(priced[columns.missing(priced)])
-        rc = reduced_costs(priced, *columns.attributes(priced), relaxed.y, relaxed.y_a)
+        priced = columns.canonical(result[0][columns.missing(result[0])])
+        rc = rc_of(priced)
         rounds += 1
         if not exact:
             order = np.argsort(rc, kind="stable")[:max(2 * n, 2000)]
             columns.add(priced[order[rc[order] < 0]])
             continue
-        share = np.zeros(n + 1)
-        np.minimum.at(share, np.where(priced < 0, n, priced),
-                      (np.minimum(rc, 0) / (priced >= 0).sum(axis=1))[:, None])
-        least = float(share[:n].sum())
+        # disjoint columns have distinct anchors: a solution's reduced costs sum to at
+        # least the anchors' least ones (price_by_anchors)
+        least = float(np.minimum(result[1], 0.0).sum())
         if fixing is None or relaxed.bound + least > fixing[1]:
             fixing = (relaxed, relaxed.bound + least)
         bound = max(bound, relaxed.bound + least)
@@ -255,10 +273,10 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     duals, floor = fixing
     gap = best_cost - floor + tolerance  # no column with rc > gap is in a cheaper solution
     if not complete:
-        priced = _price(problem, fams, duals.pi, gap, limit)
-        if priced is None:
+        found_all = _price(problem, fams, duals.pi, gap, limit)
+        if found_all is None:
             return _Stage2("FEASIBLE", best, best_cost, bound, note + "; fixing too large")
-        columns.add(priced)
+        columns.add(found_all[0])
         master = columns.master(radius)
     rc = reduced_costs(master.members, master.cost, master.a_coef, duals.y, duals.y_a)
     keep = np.union1d(np.flatnonzero(rc <= gap), best).astype(np.int64)
@@ -294,17 +312,20 @@ def _feasible(master: Master, chosen: np.ndarray) -> bool:
 
 
 def initial_columns(problem: WholeReleaseProblem, fams: list[Family], is_new: np.ndarray,
-                     limit: int, deadline: float = math.inf
+                     limit: int, deadline: float = math.inf, partial_limit: int | None = None
                      ) -> tuple[list[np.ndarray], np.ndarray, str]:
     """The columns to start from, and per row a radius ``r_i``: every column holding row
     ``i`` of box extent ``<= r_i`` is among them (``inf``: every column). All columns when
-    they number at most ``limit``; else the smallest families whole (up to half the limit)
+    they number at most ``limit``; else the smallest families whole (up to half of
+    ``partial_limit``, default ``limit``)
     and the others' columns of extent ``<= r``, ``r`` (about) as large as the limit and the
     ``deadline`` (``time.perf_counter()``) allow; a family cut off by the deadline is left
     out (its rows get radius ``-inf``: nothing is claimed of them)."""
     sizes = [count_columns(f, is_new) for f in fams]
     radius_of_row = np.full(len(problem.values), math.inf)
     whole, used = [], 0
+    if sum(sizes) > limit and partial_limit is not None:
+        limit = min(limit, partial_limit)
     for f in np.argsort(sizes, kind="stable").tolist():
         if used + sizes[f] <= (limit if sum(sizes) <= limit else limit // 2):
             whole.append(f)

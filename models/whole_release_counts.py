@@ -214,8 +214,8 @@ def count_columns(family: Family, is_new: np.ndarray) -> int:
 
 def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: int,
                       radius: float = math.inf, pi: np.ndarray | None = None,
-                      theta: float = math.inf, deadline: float = math.inf
-                      ) -> np.ndarray | None:
+                      theta: float = math.inf, deadline: float = math.inf,
+                      first_forced: bool = False) -> np.ndarray | None:
     """The columns of ``family`` (``(C, hi)`` row indices, ``-1`` pads) of box extent
     ``<= radius`` and, given row prices ``pi``, with ``|σ|·box extent - Σ_{i∈R} pi_i <=
     theta``; ``None`` when more than ``limit`` partial columns arise.
@@ -223,7 +223,7 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
     Built one pool at a time; a partial column ``P`` is dropped when no completion can pass:
     its box only grows, and the rows still to come add at most the ``hi - |P|`` largest
     per-pool maxima of ``max(pi, 0)``. ``None`` too once ``time.perf_counter()`` passes
-    ``deadline``."""
+    ``deadline``. ``first_forced``: every column holds a row of the first pool."""
     pools = [p for p in family.pools if len(p)]
     points, old_row = problem.points, problem.bucket >= 0
     old_later = np.append(np.cumsum([old_row[p].any() for p in pools][::-1])[::-1][1:], 0) > 0
@@ -242,8 +242,9 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
         if time.perf_counter() > deadline:
             return None
         grow = np.flatnonzero(size < family.hi)
-        parent = np.concatenate([np.flatnonzero(size + len(pools) - t - 1 >= family.lo),
-                                 np.repeat(grow, len(rows))])
+        skip = np.flatnonzero(size + len(pools) - t - 1 >= family.lo) if t or not \
+            first_forced else np.zeros(0, np.int64)
+        parent = np.concatenate([skip, np.repeat(grow, len(rows))])
         row = np.concatenate([np.full(len(parent) - len(grow) * len(rows), -1),
                               np.tile(rows, len(grow))])
         if len(parent) > 20 * limit:

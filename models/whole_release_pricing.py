@@ -1,0 +1,194 @@
+"""Exact pricing of the whole-release set-partitioning model by anchors.
+
+The pricing problem of :mod:`republish.models.whole_release_columns` asks for every column
+``R`` of a family with ``|σ|·ext(R) - Σ_{i∈R} pi_i <= theta`` (``theta >= 0``), ``ext`` the
+box extent ``Σ_q (max_q - min_q)`` (m-invariance paper, §4.3: the perimeter of a group).
+Enumerating a family pool by pool (:func:`enumerate_columns`) cannot prune a partial
+column before its box has some extent, and a family of all-new rows at ``m >= 3`` has
+millions of such partial columns.
+
+Anchor a column at its row of largest price (ties: lowest index), ``a``. Any two rows of
+``R`` are within ``ext(R)`` of each other in L1 distance, and with ``k = |R| <= |σ|``,
+``lo <= k``::
+
+    |σ|·ext(R) <= theta + Σ pi <= theta + k·pi_a   ⇒   ext(R) <= max(pi_a, 0) + theta/lo
+
+and ``pi_a >= -theta/lo``. So the columns anchored at ``a`` hold ``a`` and rows of no
+larger price within that L1 radius of ``a``: usually a few dozen rows once the duals are
+those of a good restricted master. Each anchor's columns are enumerated with the anchor
+forced into the box from the start, so the reduced-cost pruning bites at the first row.
+Every column passing the test is found exactly once (at its anchor): the pricing stays
+exact, so a complete round still gives a valid Lagrangian bound.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from republish.models.whole_release_counts import Family, enumerate_columns
+
+if TYPE_CHECKING:
+    from republish.models.whole_release import WholeReleaseProblem
+
+__all__ = ["price_by_anchors"]
+
+#: Slack on the radius test (the duals come from a floating-point LP).
+TOLERANCE = 1e-9
+#: Columns enumerated at most per anchor and pricing call, and the bisection steps that
+#: shrink an anchor's candidate set below that.
+ANCHOR_LIMIT = 5_000
+BISECTIONS = 12
+#: Heuristic pricing: columns tried per anchor, and kept per anchor.
+QUICK_LIMIT = 300
+QUICK_KEEP = 5
+
+
+RcOf = Callable[[np.ndarray], np.ndarray]
+
+
+def _greedy_reduced_cost(problem: WholeReleaseProblem, family: Family, a: int,
+                         near: np.ndarray, pool_of: np.ndarray, rc_of: RcOf) -> float:
+    """The least reduced cost of :func:`_greedy_columns` (``inf`` when there is none)."""
+    block = _greedy_columns(problem, family, a, near, pool_of)
+    return float(np.min(rc_of(block))) if len(block) else math.inf
+
+
+def _greedy_columns(problem: WholeReleaseProblem, family: Family, a: int, near: np.ndarray,
+                    pool_of: np.ndarray) -> np.ndarray:
+    """The columns ``a`` plus its ``j`` nearest rows of ``near`` (L1) of distinct pools,
+    for every admissible size."""
+    distance = np.abs(problem.points[near] - problem.points[a]).sum(axis=1)
+    order = np.argsort(distance, kind="stable")
+    _, first = np.unique(pool_of[near[order]], return_index=True)
+    picked = near[order[np.sort(first)]][:family.hi - 1]
+    has_old = np.cumsum(np.append(problem.bucket[a], problem.bucket[picked]) >= 0) > 0
+    sizes = [k for k in range(max(family.lo, 1), min(family.hi, len(picked) + 1) + 1)
+             if has_old[k - 1] or not family.need_old]
+    block = np.full((len(sizes), family.hi), -1, dtype=np.int64)
+    for r, k in enumerate(sizes):
+        block[r, :k] = np.sort(np.append(picked[:k - 1], a))
+    return block
+
+
+def _best_of_anchor(problem: WholeReleaseProblem, sub: Family, a: int, near: np.ndarray,
+                    pool_of: np.ndarray, pi: np.ndarray, theta: float, radius: float,
+                    limit: int, deadline: float, rc_of: RcOf, quick: bool = False
+                    ) -> tuple[np.ndarray, float] | None:
+    """The columns anchored at ``a`` of least reduced cost, and a lower bound on their
+    reduced cost (exact when columns are returned).
+
+    ``F(c)``, the columns with ``|σ|·ext - Σ pi <= c``, holds every column of reduced cost
+    ``<= c`` (that quantity never exceeds the reduced cost); the search starts at ``c`` =
+    ``min(theta, rc of a greedy column)`` and bisects towards ``floor`` (no column is below
+    it: ``-pi_a`` minus the best other prices) while ``F(c)`` is too large. An empty
+    ``F(c)`` proves every reduced cost ``> c``. ``quick``: one try at ``QUICK_LIMIT``
+    columns, else the greedy columns; the bound is then ``-inf`` (nothing proven)."""
+    cutoff = min(theta, _greedy_reduced_cost(problem, sub, a, near, pool_of, rc_of))
+    others = np.sort(np.maximum(pi[near], 0.0))[::-1][:sub.hi - 1]
+    floor = -float(pi[a]) - float(others.sum()) - TOLERANCE
+    if quick:
+        columns = enumerate_columns(problem, sub, limit=min(limit, QUICK_LIMIT), pi=pi,
+                                    radius=radius, theta=cutoff, deadline=deadline,
+                                    first_forced=True)
+        if columns is None:
+            columns = _greedy_columns(problem, sub, a, near, pool_of)
+        if len(columns) == 0:
+            return columns, -math.inf
+        rc = rc_of(columns)
+        keep = np.argsort(rc, kind="stable")[:QUICK_KEEP]
+        return columns[keep[rc[keep] < 0]], -math.inf
+    for _ in range(BISECTIONS):
+        columns = enumerate_columns(problem, sub, limit=limit, radius=radius, pi=pi,
+                                    theta=cutoff, deadline=deadline, first_forced=True)
+        if time.perf_counter() > deadline:
+            return None
+        if columns is not None and len(columns) == 0:
+            return columns, cutoff  # every reduced cost > cutoff
+        if columns is not None:
+            rc = rc_of(columns)
+            keep = rc <= cutoff + TOLERANCE * max(1.0, abs(cutoff))
+            if keep.any():
+                return columns[keep], float(rc.min())
+            return columns[:0], cutoff
+        cutoff, floor = (floor + cutoff) / 2, floor  # too many: search lower
+    return np.zeros((0, sub.hi), dtype=np.int64), floor
+
+
+def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarray,
+                     theta: float, *, limit: int, radius: float = math.inf,
+                     deadline: float = math.inf, rc_of: RcOf | None = None,
+                     quick: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+    """The columns of ``family`` with ``|σ|·ext - Σ pi <= theta`` and box extent ``<=
+    radius``, as ``(C, hi)`` row indices (``-1`` pads), and per row the least reduced cost
+    of the columns anchored at it (``inf``: none found); None past ``limit`` columns or
+    ``deadline`` (``time.perf_counter()``).
+
+    With ``rc_of`` (the exact reduced cost of a block of columns, ``>= |σ|·ext - Σ pi``),
+    each anchor only keeps columns no worse than ``min(theta, rc(a greedy column))``: its
+    best columns, found exactly (column generation needs no more), far fewer when a price
+    is large. Without it, every column under ``theta``. ``quick`` (with ``rc_of``): a few
+    good columns per anchor, no bound (heuristic pricing, tried before an exact round)."""
+    if theta < 0:
+        raise ValueError(f"theta must be >= 0, got {theta}")
+    least = np.full(len(problem.values), math.inf)
+    rows = np.concatenate([p for p in family.pools if len(p)]) if family.pools else \
+        np.zeros(0, np.int64)
+    pool_of = np.full(len(problem.values), -1, dtype=np.int64)
+    for index, pool in enumerate(family.pools):
+        pool_of[pool] = index
+    lo = max(family.lo, 1)
+    # rank: anchors by price, then index; only rows ranked after the anchor may join it
+    rank = np.empty(len(problem.values), dtype=np.int64)
+    order = rows[np.lexsort((rows, -pi[rows]))]
+    rank[order] = np.arange(len(order))
+    points = problem.points
+    found: list[np.ndarray] = []
+    total = 0
+    for a in order.tolist():
+        if pi[a] < -theta / lo - TOLERANCE:
+            break  # prices only fall from here
+        if time.perf_counter() > deadline:
+            return None
+        reach = min(max(float(pi[a]), 0.0) + theta / lo, radius) + TOLERANCE
+        later = order[rank[a] + 1:]
+        near = later[np.abs(points[later] - points[a]).sum(axis=1) <= reach]
+        near = near[pool_of[near] != pool_of[a]]
+        pools = (np.array([a]), *(near[pool_of[near] == p] for p in range(len(family.pools))
+                                  if p != pool_of[a]))
+        sub = Family(pools, family.lo, family.hi, family.signature, family.need_old)
+        if rc_of is None:
+            columns = enumerate_columns(problem, sub, limit=limit - total, radius=radius,
+                                        pi=pi, theta=theta, deadline=deadline,
+                                        first_forced=True)
+            if columns is None:
+                return None
+        else:
+            best = _best_of_anchor(problem, sub, a, near, pool_of, pi, theta, radius,
+                                   min(limit - total, ANCHOR_LIMIT), deadline, rc_of,
+                                   quick)
+            if best is None:
+                return None
+            columns, least[a] = best
+        if len(columns):
+            found.append(columns)
+            total += len(columns)
+    block = np.vstack(found) if found else np.zeros((0, family.hi), dtype=np.int64)
+    return block, least
+
+
+def nearest_columns(problem: WholeReleaseProblem, family: Family) -> np.ndarray:
+    """Per row ``a`` of ``family``: the columns ``a`` plus its ``j`` nearest rows (L1) of
+    distinct other pools, for every admissible size; a start that gives every row a cheap
+    column, so the first duals are not inflated by a row covered only by a wide one."""
+    pool_of = np.full(len(problem.values), -1, dtype=np.int64)
+    for index, pool in enumerate(family.pools):
+        pool_of[pool] = index
+    rows = np.flatnonzero(pool_of >= 0)
+    blocks = [_greedy_columns(problem, family, a, rows[pool_of[rows] != pool_of[a]], pool_of)
+              for a in rows.tolist()]
+    return np.vstack(blocks) if blocks else np.zeros((0, family.hi), dtype=np.int64)

@@ -1,0 +1,119 @@
+"""Anchor pricing of the whole-release model (models/whole_release_pricing.py) against a
+brute-force enumeration of every column of a family."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from republish.models.whole_release import WholeReleaseProblem
+from republish.models.whole_release_counts import Family, ReleaseCounts, families
+from republish.models.whole_release_pricing import nearest_columns, price_by_anchors
+
+
+def all_columns(problem: WholeReleaseProblem, family: Family) -> list[tuple[int, ...]]:
+    """Every column of ``family``: one row of at most one pool each, lo..hi rows."""
+    found = []
+    pools = [p.tolist() for p in family.pools]
+    for size in range(max(family.lo, 1), family.hi + 1):
+        for chosen_pools in itertools.combinations(range(len(pools)), size):
+            for rows in itertools.product(*(pools[p] for p in chosen_pools)):
+                if family.need_old and not (problem.bucket[list(rows)] >= 0).any():
+                    continue
+                found.append(tuple(sorted(rows)))
+    return found
+
+
+def estimate(problem: WholeReleaseProblem, family: Family, rows: tuple[int, ...],
+             pi: np.ndarray) -> float:
+    """``|σ|·box extent - Σ pi``, the quantity the pricer tests."""
+    points = problem.points[list(rows)]
+    sigma = family.signature or max(problem.m, len(rows))
+    return float(sigma * np.ptp(points, axis=0).sum() - pi[list(rows)].sum())
+
+
+@st.composite
+def priced_families(draw: st.DrawFn) -> tuple[WholeReleaseProblem, Family, np.ndarray, float]:
+    m = draw(st.integers(2, 3))
+    domain = m + draw(st.integers(0, 2))
+    n_new = draw(st.integers(2, 8))
+    old_groups = draw(st.integers(0, 2))
+    values = [draw(st.integers(0, domain - 1)) for _ in range(n_new)]
+    bucket = [-1] * n_new
+    signature = frozenset(range(m))
+    for _ in range(old_groups):
+        values += list(range(m))
+        bucket += [0] * m
+    n = len(values)
+    points = np.array([[draw(st.integers(0, 6)) / 6 for _ in range(2)] for _ in range(n)])
+    problem = WholeReleaseProblem(points, np.array(values), np.array(bucket),
+                                  (signature,) if old_groups else (), m, domain)
+    fams = families(problem, ReleaseCounts.of(problem), draw(st.integers(0, 2)))
+    family = fams[draw(st.integers(0, len(fams) - 1))]
+    pi = np.array([draw(st.integers(-4, 12)) / 4 for _ in range(n)])
+    theta = draw(st.sampled_from([0.0, 0.5, 2.0]))
+    return problem, family, pi, theta
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(priced_families())
+def test_exact_mode_finds_every_column_under_theta(case: tuple) -> None:
+    problem, family, pi, theta = case
+    expected = {c for c in all_columns(problem, family)
+                if estimate(problem, family, c, pi) <= theta + 1e-9}
+    result = price_by_anchors(problem, family, pi, theta, limit=10**6)
+    assert result is not None
+    found = [tuple(int(i) for i in row if i >= 0) for row in result[0]]
+    assert len(found) == len(set(found))  # each column once, at its anchor
+    assert set(found) == expected
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(priced_families())
+def test_best_mode_gives_each_anchors_least_reduced_cost(case: tuple) -> None:
+    """With rc = the tested quantity, each anchor's least reduced cost is exact (or a valid
+    lower bound when nothing negative exists), and its columns attain it."""
+    problem, family, pi, _ = case
+
+    def rc_of(block: np.ndarray) -> np.ndarray:
+        return np.array([estimate(problem, family, tuple(int(i) for i in row if i >= 0), pi)
+                         for row in block])
+
+    result = price_by_anchors(problem, family, pi, 0.0, limit=10**6, rc_of=rc_of)
+    assert result is not None
+    columns, least = result
+    order = sorted(range(len(pi)), key=lambda i: (-pi[i], i))
+    rank = {row: position for position, row in enumerate(order)}
+    per_anchor: dict[int, float] = {}
+    for column in all_columns(problem, family):
+        anchor = min(column, key=lambda i: rank[i])
+        per_anchor[anchor] = min(per_anchor.get(anchor, math.inf),
+                                 estimate(problem, family, column, pi))
+    for anchor, best in per_anchor.items():
+        if best < -1e-9:
+            assert least[anchor] == best or abs(least[anchor] - best) < 1e-9
+        else:
+            assert min(least[anchor], 0.0) <= best + 1e-9  # a valid bound, never above
+    if len(columns):
+        assert (rc_of(columns) <= 1e-9).all()
+    # the bound of a partition: disjoint columns have distinct anchors
+    assert float(np.minimum(least, 0).sum()) <= sum(min(b, 0) for b in per_anchor.values()
+                                                    ) + 1e-9
+
+
+def test_nearest_columns_cover_every_row_with_a_valid_column() -> None:
+    rng = np.random.default_rng(4)
+    problem = WholeReleaseProblem(rng.random((30, 3)), rng.integers(0, 5, 30), np.full(30, -1),
+                                  (), 3, 5)
+    family = families(problem, ReleaseCounts.of(problem), 0)[0]
+    block = nearest_columns(problem, family)
+    covered = set(block[block >= 0].tolist())
+    assert covered == set(range(30))
+    for row in block:
+        rows = row[row >= 0]
+        assert family.lo <= len(rows) <= family.hi
+        assert len(set(problem.values[rows].tolist())) == len(rows)
