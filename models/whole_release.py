@@ -434,7 +434,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         radius = np.where(~np.isposinf(radius), -math.inf, radius)
     width = max([problem.m * 2 - 1, *counts.signature_size.tolist(),
                  *(len(g) for c in candidates for g in c.groups)])
-    rhs = int(incumbent.a * weight.denominator) - weight.numerator * int(counts.is_new.sum())
+    rhs = int(incumbent.a * weight.denominator) - (weight.numerator * int(counts.is_new.sum())
+                                                   if problem.allow_deferrals else 0)
     columns = Columns(problem, counts, measure, weight, rhs, width)
     for part in parts:
         columns.add(part)

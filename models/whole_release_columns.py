@@ -55,7 +55,10 @@ class Columns:
         return np.where(ordered == n, -1, ordered).astype(np.int64)
 
     def attributes(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Cost ``|σ|·extent`` and (a) coefficient ``q·cf - p·new`` of canonical columns."""
+        """Cost ``|σ|·extent`` and (a) coefficient ``q·cf - p·new`` of canonical columns
+        (``q·cf`` without deferrals: the (a) row then leaves out the constant ``-p·N_new``,
+        else it is implied by the cover rows and its dual is arbitrary, which inflates
+        every new row's price and with it the pricing)."""
         problem, counts, p, q = self.problem, self.counts, self.weight.numerator, \
             self.weight.denominator
         used = block >= 0
@@ -67,6 +70,8 @@ class Columns:
         batch = getattr(self.measure, "batch", None)
         spread = np.asarray(batch(block), dtype=np.float64) if batch is not None else np.array(
             [self.measure(row[row >= 0]) for row in block], dtype=np.float64)
+        if not problem.allow_deferrals:  # every new row is covered: -p·new is a constant
+            return sigma * spread, q * (sigma - size)
         return sigma * spread, q * (sigma - size) - p * (used & counts.is_new[at]).sum(axis=1)
 
     def add(self, block: np.ndarray) -> np.ndarray:
@@ -91,7 +96,8 @@ class Columns:
 
     def master(self, radius: np.ndarray) -> Master:
         exact = ~(self.counts.is_new & self.problem.allow_deferrals)
-        row_a = np.where(self.counts.is_new, -self.weight.numerator, 0)
+        row_a = np.where(self.counts.is_new & self.problem.allow_deferrals,
+                         -self.weight.numerator, 0)
         return Master(self.members, self.cost, self.a_coef, self.rhs, exact, row_a, radius)
 
 
