@@ -98,7 +98,9 @@ def test_l_diversity_json(files: dict[str, Path]) -> None:
     assert "'flu' fills 2 of 3 rows" in violation["reason"]
     result = invoke(files, "csv", "-p", "l-diversity", "-l", "1", "--json")
     assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"ok": True, "principle": "l-diversity", "violations": []}
+    document = json.loads(result.stdout)
+    assert {key: document[key] for key in ("ok", "principle", "violations")} == {
+        "ok": True, "principle": "l-diversity", "violations": []}
 
 
 def test_json_groups_without_group_column(files: dict[str, Path]) -> None:
@@ -166,3 +168,59 @@ def test_console_entry_point(files: dict[str, Path]) -> None:
     assert _main(*common, "--principle", "k-anonymity", "--k", "2").returncode == 0
     bad = _main(*common, "--principle", "k-anonymity")
     assert bad.returncode == 2 and "needs --k" in bad.stderr and bad.stdout == ""
+
+
+# ---------------------------------------------------------------- achieved k, l and risk
+# The fixture's groups: {flu, cold, flu}, {ulcer, cold}, {flu, ulcer}: sizes 3, 2, 2, so
+# k = 2; group 0 has 'flu' twice, so l = min(3 // 2, 2 // 1, 2 // 1) = 1; distinct l = 2;
+# prosecutor risk 1/3 (3 rows) and 1/2 (4 rows): highest 1/2, average 3 groups / 7 rows.
+
+
+@pytest.mark.parametrize("table", ["csv", "parquet", "no_group"])
+def test_measures_without_principle(files: dict[str, Path], table: str) -> None:
+    result = invoke(files, table, "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["ok"] is True and document["principle"] is None
+    assert document["violations"] == []
+    assert (document["rows"], document["groups"], document["classes"]) == (7, 3, 3)
+    assert (document["k"], document["l"], document["l_distinct"]) == (2, 1, 2)
+    risk = document["risk"]
+    assert risk["highest"] == pytest.approx(0.5)
+    assert risk["average"] == pytest.approx(3 / 7)
+    assert risk["records_at_risk"] == pytest.approx(1.0)  # every risk is above 0.2
+    assert risk["threshold"] == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(("threshold", "share"), [("0.4", 4 / 7), ("0.5", 0.0), ("0", 1.0)])
+def test_risk_threshold(files: dict[str, Path], threshold: str, share: float) -> None:
+    """Records at risk are those strictly above the threshold (ARX's definition)."""
+    result = invoke(files, "csv", "--risk-threshold", threshold, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["risk"]["records_at_risk"] == pytest.approx(share)
+
+
+def test_human_output_reports_k_l_and_risk(files: dict[str, Path]) -> None:
+    result = invoke(files, "csv", "-p", "k-anonymity", "-k", "3")
+    assert result.exit_code == 1
+    assert "achieved: k = 2, l = 1 (distinct l = 2); 3 groups by the group column, 7 rows" \
+        in result.stdout
+    assert "prosecutor risk: highest 50.0 %, average 42.9 %, records above 0.2: 100.0 %" \
+        in result.stdout
+    plain = invoke(files, "no_group")
+    assert plain.exit_code == 0 and "groups by identical QI cells" in plain.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--risk-threshold", "1.5"], "--risk-threshold 1.5: must be at most 1"),
+        (["--risk-threshold", "nan"], "must be a finite number"),
+        (["-k", "2"], "--k and --l need --principle"),
+    ],
+)
+def test_bad_measure_options_exit_2(files: dict[str, Path], args: list[str],
+                                    message: str) -> None:
+    result = invoke(files, "csv", *args)
+    assert result.exit_code == 2, result.output
+    assert message in flat(result.stderr) and result.stdout == ""

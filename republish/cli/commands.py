@@ -14,5 +14,6 @@ from republish.cli import (
     eligibility,  # noqa: F401
     export,  # noqa: F401
     ldiv,  # noqa: F401
+    report,  # noqa: F401
     store_commands,  # noqa: F401
 )
