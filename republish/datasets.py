@@ -1,7 +1,8 @@
 """Data sets for experiments: the Adult loader, a census-like generator, dynamic series.
 
 * :func:`load_adult` reads the ARX edition of UCI Adult from the shared data directory
-  (never shipped with the package; see :func:`datasets_dir`).
+  (never shipped with the package; see :func:`dataset_locations` for where it is looked
+  for). ``republish/examples/adult/schema.toml`` is the same table's schema for the CLI.
 * :func:`synthetic_census` generates a table with the attribute domains of the
   m-invariance paper's OCC/SAL data (Table 5): QIs Age (79), Gender (2), Education (17),
   Birthplace (57), sensitive Occupation (50) or Income (50).
@@ -22,31 +23,78 @@ import pandas as pd
 
 from republish.errors import InputError, ParameterError
 from republish.schema import Hierarchy, QIAttribute, Schema
-from republish.tables import validate_table
+from republish.tables import read_frame, validate_table
 
 ENVIRONMENT_VARIABLE = "REPUBLISH_DATASETS"
 ADULT_FILE = "adult.csv"
 
 
-def datasets_dir() -> Path | None:
-    """The shared data directory: ``$REPUBLISH_DATASETS``, else ``../shared/datasets``
-    next to the repository; ``None`` when that directory does not exist."""
+def dataset_locations() -> list[tuple[str, Path]]:
+    """Where the shared data directory is looked for, in order, as ``(origin, path)``.
+
+    ``$REPUBLISH_DATASETS`` alone when that variable is set; otherwise ``./datasets`` and
+    ``../shared/datasets`` relative to the working directory (a clone next to the shared
+    data, whatever the install: editable or ``pip install .``), then
+    ``../shared/datasets`` relative to the source tree (an editable install run from
+    elsewhere).
+    """
     configured = os.environ.get(ENVIRONMENT_VARIABLE)
-    path = Path(configured) if configured else (
-        Path(__file__).resolve().parents[2] / "shared" / "datasets"
-    )
-    return path if path.is_dir() else None
+    if configured:
+        return [(f"${ENVIRONMENT_VARIABLE}", Path(configured))]
+    cwd = Path.cwd()
+    locations = [("./datasets", cwd / "datasets"),
+                 ("../shared/datasets", cwd.parent / "shared" / "datasets")]
+    source_tree = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+    if source_tree not in (path for _, path in locations):
+        locations.append(("beside the source tree", source_tree))
+    return locations
+
+
+def datasets_dir() -> Path | None:
+    """The shared data directory: the first of :func:`dataset_locations` that exists;
+    ``None`` when none does."""
+    for _, path in dataset_locations():
+        if path.is_dir():
+            return path
+    return None
+
+
+def where_looked(locations: Sequence[tuple[str, Path]] | None = None) -> str:
+    """The searched places for an error message: ``$REPUBLISH_DATASETS (unset), ...``."""
+    if locations is None:
+        locations = dataset_locations()
+    places = [f"{origin} ({path})" if origin != str(path) else str(path)
+              for origin, path in locations]
+    unset = "" if os.environ.get(ENVIRONMENT_VARIABLE) else f"${ENVIRONMENT_VARIABLE} (unset), "
+    return unset + ", ".join(places)
+
+
+def find_adult(directory: str | Path | None = None) -> Path:
+    """The folder holding ``adult.csv``: ``directory`` (the data directory or its
+    ``adult/`` folder), else the first of :func:`dataset_locations` that has it.
+
+    Raises
+    ------
+    InputError
+        naming every place looked in, when none has it.
+    """
+    return _adult_directory(directory)
 
 
 def _adult_directory(directory: str | Path | None) -> Path:
-    base = Path(directory) if directory is not None else datasets_dir()
-    for candidate in ([base, base / "adult"] if base is not None else []):
-        if (candidate / ADULT_FILE).is_file():
-            return candidate
+    if directory is not None:
+        locations = [(str(directory), Path(directory))]
+    else:
+        locations = dataset_locations()
+    for _, base in locations:
+        for candidate in (base, base / "adult"):
+            if (candidate / ADULT_FILE).is_file():
+                return candidate
     raise InputError(
-        f"the Adult data ({ADULT_FILE}) was not found under {str(base)!r}; set the "
-        f"environment variable {ENVIRONMENT_VARIABLE} to the directory holding adult/ "
-        "(or pass directory=...)."
+        f"the Adult data (adult/{ADULT_FILE}) was not found; looked in "
+        f"{where_looked(locations) if directory is None else repr(str(directory))}. Set the "
+        f"environment variable {ENVIRONMENT_VARIABLE} to the folder holding adult/ (in Python, "
+        "or pass directory=...)."
     )
 
 
@@ -66,8 +114,7 @@ def load_adult(
     Returns the validated table (see :func:`republish.tables.load_table`) and its schema.
     """
     folder = _adult_directory(directory)
-    frame = pd.read_csv(folder / ADULT_FILE, sep=";", dtype=str, keep_default_na=False)
-    frame.columns = [str(c).strip() for c in frame.columns]
+    frame = read_frame(folder / ADULT_FILE)
     columns = list(frame.columns)
     if sensitive not in columns:
         raise ParameterError(

@@ -31,6 +31,11 @@ from republish.excerpts import excerpt, excerpts, read_toml
 
 QIKind = Literal["numeric", "ordered", "hierarchy"]
 SUPPRESSED = "*"
+#: The identifier of a schema without an ``id`` key (or with ``id = "row-number"``): the
+#: loader numbers the data rows 0, 1, ... (the numbering of error messages). Enough for
+#: the static commands (``ldiv``, ``check``, ``eligibility``), which never publish an
+#: identifier; a release series refuses it (a row number does not follow a person).
+ROW_NUMBER = "row-number"
 
 
 @dataclass(frozen=True)
@@ -230,12 +235,19 @@ class QIAttribute:
 
 @dataclass(frozen=True)
 class Schema:
-    """Identifier, quasi-identifiers (in publication order) and sensitive attribute."""
+    """Identifier, quasi-identifiers (in publication order) and sensitive attribute.
+
+    ``identifier`` :data:`ROW_NUMBER` means "number the rows" (:attr:`row_ids`).
+    ``delimiter`` is the CSV delimiter of every input file read with this schema (data,
+    adversary knowledge); ``None`` detects it per file among ``,`` ``;`` tab ``|`` (see
+    :func:`republish.tables.sniff_delimiter`). It is how files are read, not what they
+    hold, so it is not part of :meth:`fingerprint`.
+    """
 
     identifier: str
     sensitive: str
     qis: tuple[QIAttribute, ...]
-    delimiter: str = ","
+    delimiter: str | None = None
 
     def __post_init__(self) -> None:
         if not self.qis:
@@ -251,6 +263,11 @@ class Schema:
     @property
     def qi_names(self) -> list[str]:
         return [qi.name for qi in self.qis]
+
+    @property
+    def row_ids(self) -> bool:
+        """True when rows are identified by their number (no identifier column)."""
+        return self.identifier == ROW_NUMBER
 
     @property
     def published_columns(self) -> list[str]:
@@ -275,12 +292,10 @@ class Schema:
             if qi.domain is not None:
                 entry["domain"] = [float(v) for v in qi.domain]  # 17 and 17.0: one fingerprint
             qis.append(entry)
-        return {
-            "id": self.identifier,
-            "sensitive": self.sensitive,
-            "delimiter": self.delimiter,
-            "qi": qis,
-        }
+        plain: dict[str, Any] = {"id": self.identifier, "sensitive": self.sensitive, "qi": qis}
+        if self.delimiter is not None:
+            plain["delimiter"] = self.delimiter
+        return plain
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], base: Path | None = None) -> Schema:
@@ -288,8 +303,11 @@ class Schema:
         return _schema_from_mapping(data, base or Path("."), source="schema")
 
     def fingerprint(self) -> str:
-        """SHA-256 of the plain description: equal schemas have equal fingerprints."""
-        payload = json.dumps(self.to_dict(), sort_keys=True).encode()
+        """SHA-256 of the plain description without the delimiter (how files are read):
+        equal schemas have equal fingerprints."""
+        plain = self.to_dict()
+        plain.pop("delimiter", None)
+        payload = json.dumps(plain, sort_keys=True).encode()
         return hashlib.sha256(payload).hexdigest()
 
 
@@ -335,23 +353,28 @@ def _schema_from_mapping(data: Mapping[str, Any], base: Path, source: str) -> Sc
     problem = unknown_keys(data, SCHEMA_KEYS, source)
     if problem:
         raise SchemaError(problem)
-    for key in ("id", "sensitive"):
-        if not isinstance(data.get(key), str) or not data.get(key):
-            raise SchemaError(
-                f'{source}: missing key {key!r} (a column name), e.g. {key} = "name".'
-            )
+    if "id" in data and (not isinstance(data["id"], str) or not data["id"]):
+        raise SchemaError(
+            f'{source}: \'id\' must be a column name (e.g. id = "name"), or "{ROW_NUMBER}" '
+            "to number the rows; leave it out for the same effect."
+        )
+    if not isinstance(data.get("sensitive"), str) or not data.get("sensitive"):
+        raise SchemaError(
+            f'{source}: missing key \'sensitive\' (a column name), e.g. sensitive = "disease".'
+        )
     raw_qis = data.get("qi")
     if not isinstance(raw_qis, list) or not raw_qis:
         raise SchemaError(f"{source}: no [[qi]] entries; declare at least one quasi-identifier.")
     qis = [_qi_from_mapping(entry, base, source, index) for index, entry in enumerate(raw_qis)]
-    delimiter = data.get("delimiter", ",")
-    if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in _BAD_DELIMITERS:
+    delimiter = data.get("delimiter")
+    if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1
+                                  or delimiter in _BAD_DELIMITERS):
         raise SchemaError(
             f"{source}: 'delimiter' must be a single character other than a quote, a space "
             "or a line break (e.g. ',' or ';')."
         )
     return Schema(
-        identifier=str(data["id"]),
+        identifier=str(data.get("id", ROW_NUMBER)),
         sensitive=str(data["sensitive"]),
         qis=tuple(qis),
         delimiter=delimiter,

@@ -2,6 +2,13 @@
 
 Tables come from CSV, Parquet or a DataFrame. Validation follows scikit-learn's habit of
 failing early with a message that names the column, the first offending rows and the fix.
+
+Every CSV input of a command (the data, the adversary's knowledge) is read by one rule:
+the schema's ``delimiter`` when it sets one, otherwise the delimiter detected in the file
+among ``,`` ``;`` tab ``|`` (:func:`sniff_delimiter`). A header that reads as one column
+holding another of those characters is reported as a wrong delimiter
+(:func:`delimiter_hint`), not as a missing column. A schema without ``id`` (or with
+``id = "row-number"``) numbers the rows (:data:`republish.schema.ROW_NUMBER`).
 """
 
 from __future__ import annotations
@@ -21,18 +28,81 @@ from republish.identifiers import (
     check_population_continuity,
     infer_identifier_kind,
 )
-from republish.schema import Schema
+from republish.schema import ROW_NUMBER, Schema
 
+#: Delimiters detected in a CSV file without a schema ``delimiter``, in order of preference.
+DELIMITERS = (",", ";", "\t", "|")
+#: Bytes and lines of a CSV file read to detect its delimiter.
+_SNIFF_BYTES = 64 << 10
+_SNIFF_LINES = 50
 #: Largest magnitude of a numeric QI value: beyond it floating point loses whole units.
 MAX_NUMERIC = 1e15
 _FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 _SCALARS = (str, int, float, bool, type(None), np.generic)
 
 
-def read_frame(source: str | Path | pd.DataFrame, delimiter: str = ",") -> pd.DataFrame:
+def _shown(delimiter: str) -> str:
+    """A delimiter as it is written in a schema file (tab as ``\\t``)."""
+    return "\\t" if delimiter == "\t" else delimiter
+
+
+def _field_counts(lines: list[str], delimiter: str) -> list[int]:
+    try:
+        return [len(row) for row in csv.reader(lines, delimiter=delimiter) if row]
+    except csv.Error:
+        return []
+
+
+def sniff_delimiter(path: str | Path) -> str:
+    """The delimiter of a CSV file among :data:`DELIMITERS`.
+
+    The first lines (up to 64 KiB) are split with each candidate; the candidate giving
+    every line the same number of fields, and the most fields, wins (ties: the order of
+    :data:`DELIMITERS`). When no candidate is consistent (a quoted line break, a ragged
+    sample) :class:`csv.Sniffer` decides among the same candidates; a file with a single
+    column reads as ``,``.
+    """
+    with Path(path).open("rb") as handle:
+        head = handle.read(_SNIFF_BYTES)
+    text = head.decode("utf-8-sig", errors="replace")
+    lines = text.splitlines()
+    if len(head) == _SNIFF_BYTES and len(lines) > 1:
+        lines = lines[:-1]  # the last line may be cut
+    lines = [line for line in lines[:_SNIFF_LINES] if line.strip()]
+    best, most = ",", 1
+    for candidate in DELIMITERS:
+        counts = _field_counts(lines, candidate)
+        if counts and counts[0] > most and all(c == counts[0] for c in counts):
+            best, most = candidate, counts[0]
+    if most > 1 or not lines:
+        return best
+    try:
+        sniffed = csv.Sniffer().sniff("\n".join(lines), delimiters="".join(DELIMITERS))
+        return str(sniffed.delimiter)
+    except csv.Error:
+        return ","
+
+
+def delimiter_hint(columns: list[str], delimiter: str | None = None) -> str | None:
+    """``"the file looks ';'-separated; ..."`` when the header ``columns`` read as one
+    column name holding another candidate delimiter (a wrong ``delimiter``), else None."""
+    if len(columns) != 1:
+        return None
+    name = str(columns[0])
+    for candidate in DELIMITERS:
+        if candidate != delimiter and len(name.split(candidate)) > 1:
+            shown = _shown(candidate)
+            return (f"the file looks {shown!r}-separated (its header reads as one column); "
+                    f"set delimiter = \"{shown}\" in the schema, or remove 'delimiter' to "
+                    "detect it.")
+    return None
+
+
+def read_frame(source: str | Path | pd.DataFrame, delimiter: str | None = None) -> pd.DataFrame:
     """Read a CSV or Parquet file (by extension) or copy a DataFrame, without validation.
 
-    CSV cells are read as text. A row with more fields than the header (a trailing
+    ``delimiter`` ``None`` detects the CSV delimiter (:func:`sniff_delimiter`). CSV cells
+    are read as text. A row with more fields than the header (a trailing
     delimiter, a delimiter inside an unquoted value) is refused with its line number, as
     are duplicate column names, a file that is not UTF-8 text and an empty file.
 
@@ -84,7 +154,10 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     return frame
 
 
-def _read_csv(path: Path, delimiter: str, skip_initial_space: bool = True) -> pd.DataFrame:
+def _read_csv(path: Path, delimiter: str | None,
+              skip_initial_space: bool = True) -> pd.DataFrame:
+    if delimiter is None:
+        delimiter = sniff_delimiter(path)
     try:
         raw = pd.read_csv(
             path, sep=delimiter, dtype=str, keep_default_na=False,
@@ -100,6 +173,13 @@ def _read_csv(path: Path, delimiter: str, skip_initial_space: bool = True) -> pd
         ) from exc
     except (pd.errors.ParserError, ValueError, OverflowError, csv.Error) as exc:
         fields = _FIELDS.search(str(exc))
+        sniffed = sniff_delimiter(path)
+        if sniffed != delimiter:
+            raise InputError(
+                f"{path}: cannot be read with delimiter {_shown(delimiter)!r}; the file "
+                f"looks {_shown(sniffed)!r}-separated: set delimiter = \"{_shown(sniffed)}\" "
+                "in the schema, or remove 'delimiter' to detect it."
+            ) from exc
         if fields:
             expected, line, saw = fields.groups()
             raise InputError(
@@ -130,7 +210,9 @@ def load_table(
 ) -> pd.DataFrame:
     """Load microdata and validate it against ``schema``.
 
-    Returns a DataFrame with the identifier column as strings, numeric QIs as floats,
+    CSV files are read with the schema's ``delimiter``, or the detected one when the
+    schema sets none (:func:`sniff_delimiter`). Returns a DataFrame with the identifier
+    column as strings (the row numbers when the schema has no ``id``), numeric QIs as floats,
     categorical QIs and the sensitive attribute as strings, in the order
     identifier, QIs, sensitive. Extra columns are dropped.
 
@@ -171,12 +253,19 @@ def validate_table(
 ) -> pd.DataFrame:
     """Validate and normalize an in-memory table; see :func:`load_table`.
 
-    Identifiers are canonicalized for ``identifier_kind`` (a history's recorded kind;
-    inferred from the column when ``None``): see :mod:`republish.identifiers`.
+    With a schema that numbers rows (:attr:`~republish.schema.Schema.row_ids`) and no
+    ``row-number`` column, the identifier is the data row number (0-based, as in the
+    error messages). Identifiers are canonicalized for ``identifier_kind`` (a history's
+    recorded kind; inferred from the column when ``None``): see
+    :mod:`republish.identifiers`.
     """
     needed = [schema.identifier, *schema.qi_names, schema.sensitive]
-    missing = [c for c in needed if c not in frame.columns]
+    missing = [c for c in needed if c not in frame.columns
+               and not (c == ROW_NUMBER and schema.row_ids)]
     if missing:
+        hint = delimiter_hint([str(c) for c in frame.columns])
+        if hint is not None:
+            raise InputError(f"column(s) {excerpts(missing, 3)} missing: {hint}")
         raise InputError(
             f"column(s) {missing} missing from the table; it has "
             f"{excerpts(list(frame.columns), 12)}. "
@@ -184,6 +273,9 @@ def validate_table(
         )
     if len(frame) == 0:
         raise InputError("the table is empty; a release needs at least one row.")
+    if schema.row_ids and ROW_NUMBER not in frame.columns:
+        frame = frame.reset_index(drop=True)
+        frame = frame.assign(**{ROW_NUMBER: np.arange(len(frame)).astype(str)})
     frame = frame[needed].reset_index(drop=True)
     for column in needed:
         bad = _is_missing(frame[column])
@@ -277,6 +369,13 @@ def validate_release_table(
     (:func:`republish.identifiers.check_population_continuity`). With ``validated`` the
     table already went through :func:`validate_table` with this kind.
     """
+    if schema.row_ids:
+        raise InputError(
+            "the schema has no identifier column (rows are numbered); a release series "
+            "needs an 'id' column that names each person in every release (set id = "
+            "\"<column>\" in the schema). Row numbers serve the static commands only "
+            "(ldiv, check, eligibility)."
+        )
     if validated:
         table = table.reset_index(drop=True)
     else:

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from republish.errors import ParameterError, VerificationError
-from republish.generalization import Domain, Model, generalize, group_boxes, star_count
+from republish.generalization import Domain, Model, generalize, group_boxes, ncp, star_count
 from republish.heuristics.mondrian import mondrian
 from republish.heuristics.three_phase import (
     check_l_eligible,
@@ -47,7 +47,11 @@ from republish.principles.l_diversity import check_l_diversity
 from republish.schema import Schema
 from republish.tables import encode_qis
 
-__all__ = ["METHODS", "LDiversitySolution", "publish_l_diverse", "solve_l_diversity"]
+__all__ = ["METHODS", "LDiversitySolution", "partition_ncp", "publish_l_diverse",
+           "solve_l_diversity"]
+
+#: Least seconds a CP-SAT solve gets when the heuristics used up the budget.
+MIN_MODEL_SECONDS = 0.05
 
 METHODS = ("tp", "tp+", "mondrian", "exact", "exact-stars", "matching", "auto")
 
@@ -113,7 +117,11 @@ def solve_l_diversity(
     num_workers: int = 2,
     seed: int = 0,
 ) -> LDiversitySolution:
-    """Partition a validated table into l-eligible QI-groups with ``method`` (see module)."""
+    """Partition a validated table into l-eligible QI-groups with ``method`` (see module).
+
+    ``time_limit`` is the budget of the whole call: the CP-SAT model gets what TP left
+    (at least :data:`MIN_MODEL_SECONDS`).
+    """
     start = time.perf_counter()
     if method not in METHODS:
         raise ParameterError(f"method must be one of {list(METHODS)}, got {method!r}.")
@@ -146,7 +154,8 @@ def solve_l_diversity(
         residue_groups = tp.groups
         if method in ("exact", "auto") and not tp.optimal:
             residue_groups, model_proof, model_bound = _tuple_model(
-                codes, value, tp.groups, l, time_limit, num_workers, seed, certificate
+                codes, value, tp.groups, l, _remaining(start, time_limit), num_workers, seed,
+                certificate,
             )
             bound = max(bound, model_bound)
             proof = model_proof
@@ -172,7 +181,7 @@ def solve_l_diversity(
             )
         hint, _, _ = refine_residue(codes, sensitive, tp.groups, l, extents)
         stars_model = solve_star_minimization(
-            codes, sensitive, l, hint_groups=hint, time_limit=time_limit,
+            codes, sensitive, l, hint_groups=hint, time_limit=_remaining(start, time_limit),
             num_workers=num_workers, random_seed=seed,
         )
         groups = stars_model.groups if stars_model.groups is not None else hint
@@ -195,6 +204,25 @@ def solve_l_diversity(
         lower_bound=bound, status=status, objective=objective, phase=phase,
         time_s=time.perf_counter() - start, certificate=certificate,
     )
+
+
+def _remaining(start: float, time_limit: float) -> float:
+    """Seconds left of ``time_limit`` since ``start`` (at least :data:`MIN_MODEL_SECONDS`)."""
+    return max(MIN_MODEL_SECONDS, time_limit - (time.perf_counter() - start))
+
+
+def partition_ncp(
+    table: pd.DataFrame, schema: Schema, groups: np.ndarray, model: Model = "interval"
+) -> float:
+    """NCP of a partition rendered with ``model``: the mean normalized length of a cell
+    (interval: range or ancestor width; suppression: 1 per star, so stars / (n * d))."""
+    codes = encode_qis(table, schema)
+    boxes = group_boxes(codes, groups)
+    domain = Domain.of(schema, codes)
+    if model == "suppression":
+        total = int(boxes.sizes.sum()) * len(schema.qis)
+        return star_count(boxes) / total if total else 0.0
+    return ncp(schema, boxes, domain)
 
 
 def _tuple_model(

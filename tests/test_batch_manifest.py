@@ -149,6 +149,17 @@ def test_missing_data_file_is_rejected_before_running(tmp_path: Path) -> None:
         load_manifest(write(tmp_path, text))
 
 
+def test_missing_adult_data_is_rejected_naming_where_it_looked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REPUBLISH_DATASETS", str(tmp_path / "nowhere"))
+    text = '[[instance]]\nproblem = "ldiv"\ndataset = "adult"\nl = 3\n'
+    with pytest.raises(ParameterError) as info:
+        load_manifest(write(tmp_path, text))
+    message = str(info.value)
+    assert "field 'dataset'" in message and "$REPUBLISH_DATASETS" in message
+    assert str(tmp_path / "nowhere") in message and "'None'" not in message
+
+
 def test_bad_defaults_and_structure(tmp_path: Path) -> None:
     with pytest.raises(ParameterError, match=r"\[defaults\], field 'l'"):
         load_manifest(write(tmp_path, "[defaults]\nl = 2\n" + ISSUE_EXAMPLE.split("5", 1)[1]))

@@ -234,7 +234,7 @@ def test_failing_and_timing_out_instances_are_recorded(tmp_path: Path) -> None:
     runner = CliRunner()
     outcome = runner.invoke(app, ["batch", str(manifest), "-o", str(output), "--workers", "2",
                                   "--kill-margin", "0.5", "--json"])
-    assert outcome.exit_code == 0, outcome.output
+    assert outcome.exit_code == 1, outcome.output  # ERROR instances: exit 1, rows kept
     summary = json.loads(outcome.stdout)
     assert summary["instances"] == 7 and summary["statuses"]["ERROR"] == 3
     frame = read_results(output).set_index("index")

@@ -155,10 +155,47 @@ def test_cli_human_output_and_parquet(monkeypatch, capsys, files, tmp_path) -> N
     code, stdout, _ = run(monkeypatch, capsys, str(data), "--schema", str(schema), "--l", "4",
                           "-o", str(out), "--model", "interval")
     assert code == 0
-    for label in ("stars", "suppressed tuples", "lower bound", "status", "time"):
+    # The interval rendering reports its own metrics, never star counts as its result.
+    for label in ("objective          generalized tuples", "generalized cells",
+                  "generalized tuples", "NCP", "lower bound", "status", "time"):
         assert label in stdout
+    assert "stars" not in stdout and "suppressed" not in stdout
     published = pd.read_parquet(out)
     assert check_l_diversity(published, SCHEMA, 4).ok
+    ranges = published[SCHEMA.qi_names].astype(str).apply(lambda c: c.str.startswith("["))
+    assert ranges.to_numpy().any()
+    # The suppression rendering names its objective and prints stars.
+    code, stdout, _ = run(monkeypatch, capsys, str(data), "--schema", str(schema), "--l", "4",
+                          "-o", str(tmp_path / "s.csv"), "--method", "tp")
+    assert code == 0
+    assert "objective          suppressed tuples (minimized by method tp)" in stdout
+    assert "stars" in stdout and "NCP" not in stdout
+
+
+def test_cli_objective_and_interval_metrics_in_json(monkeypatch, capsys, files,
+                                                     tmp_path) -> None:
+    data, schema = files
+    code, stdout, _ = run(monkeypatch, capsys, str(data), "--schema", str(schema), "--l", "4",
+                          "-o", str(tmp_path / "i.csv"), "--model", "interval", "--json")
+    assert code == 0
+    document = json.loads(stdout)
+    assert document["model"] == "interval" and document["objective"] in ("tuples", "stars")
+    assert document["generalized_tuples"] == document["suppressed_tuples"]
+    assert document["generalized_cells"] == document["stars"]
+    assert 0 < document["ncp"] <= 1
+    code, stdout, _ = run(monkeypatch, capsys, str(data), "--schema", str(schema), "--l", "4",
+                          "-o", str(tmp_path / "s.csv"), "--json")
+    suppression = json.loads(stdout)
+    # NCP of the suppression rendering: one per star over every cell.
+    assert suppression["ncp"] == pytest.approx(suppression["stars"] / (500 * 3), abs=1e-6)
+    assert "generalized_cells" not in suppression
+
+
+def test_cli_method_has_no_short_m(monkeypatch, capsys, files, tmp_path) -> None:
+    data, schema = files
+    code, _, stderr = run(monkeypatch, capsys, str(data), "--schema", str(schema), "--l", "3",
+                          "-m", "tp", "-o", str(tmp_path / "x.csv"))
+    assert code == 2 and "-m" in stderr
 
 
 def test_cli_rejects_ineligible_table(monkeypatch, capsys, files, tmp_path) -> None:

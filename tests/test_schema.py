@@ -47,7 +47,8 @@ def test_schema_round_trips_through_dict(data_dir: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('sensitive = "d"\n[[qi]]\nname = "a"\n', "missing key 'id'"),
+        ('id = "n"\n[[qi]]\nname = "a"\n', "missing key 'sensitive'"),
+        ('id = 3\nsensitive = "d"\n[[qi]]\nname = "a"\n', "'id' must be a column name"),
         ('id = "n"\nsensitive = "d"\n', "no [[qi]] entries"),
         ('id = "n"\nsensitive = "d"\n[[qi]]\nname = "a"\nkind = "weird"\n', "kind 'weird'"),
         ('id = "n"\nsensitive = "d"\n[[qi]]\nname = "a"\nkind = "ordered"\n', "needs an 'order'"),

@@ -24,7 +24,7 @@ import pandas as pd
 from republish.errors import InputError, format_rows
 from republish.release import Release
 from republish.schema import Schema
-from republish.tables import encode_qis, read_frame, validate_table
+from republish.tables import delimiter_hint, encode_qis, read_frame, validate_table
 
 RELEASES = "releases"
 
@@ -217,11 +217,17 @@ def read_knowledge(
     """Read ``knowledge.csv`` (or a DataFrame in that form).
 
     ``release_count`` is the number of releases audited; release numbers above it are
-    refused. The sensitive column, when present, is taken as the true values.
+    refused. The sensitive column, when present, is taken as the true values. A CSV file
+    is read as the data is: with the schema's ``delimiter``, else the detected one
+    (:func:`republish.tables.sniff_delimiter`); the ``releases`` cells keep their commas,
+    so a comma-separated file quotes them (``"1,2"``) and a ``;``-separated one need not.
     """
-    frame = read_frame(source, ",")
+    frame = read_frame(source, schema.delimiter)
     frame.columns = [str(c).strip() for c in frame.columns]
     if RELEASES not in frame.columns:
+        hint = delimiter_hint(list(frame.columns), schema.delimiter)
+        if hint is not None:
+            raise InputError(f"knowledge table: {hint}")
         raise InputError(
             f"knowledge table lacks the {RELEASES!r} column (comma-separated numbers of the "
             f"releases containing each row); it has {list(frame.columns)[:12]}."

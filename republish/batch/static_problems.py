@@ -51,6 +51,16 @@ def check_table(values: Mapping[str, Any]) -> tuple[str, str] | None:
         return "rows", "dataset 'synthetic' needs 'rows' (the table size)."
     if values.get("qis") and values.get("dataset") != "adult":
         return "qis", "'qis' selects Adult columns; it applies to dataset 'adult' only."
+    if values.get("dataset") == "adult":
+        # Before any instance runs: the workers look where this process looks (same
+        # working directory and environment), so a missing data set fails the manifest.
+        from republish import datasets
+        from republish.errors import InputError
+
+        try:
+            datasets.find_adult()
+        except InputError as exc:
+            return "dataset", str(exc)
     return None
 
 

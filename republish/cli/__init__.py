@@ -5,6 +5,12 @@ shared :data:`republish.cli.app.app`, and is imported here. Exit codes (design C
 0 success; 1 a verification or audit found a violation; 2 bad input or usage, or an
 expected failure of the environment (file, permission, full disk, store, interruption);
 3 an internal error (traceback with ``republish --debug``). See :mod:`republish.cli.app`.
+
+A fast start (``republish --help`` and ``--version`` in well under a second): a command
+module imports only typer, rich's console and light republish modules (errors, excerpts,
+parameters, :mod:`republish.cli.app`) at top level, and pandas, numpy, OR-Tools,
+matplotlib and the solver inside its command functions (types under ``TYPE_CHECKING``).
+``tests/test_cli_startup.py`` checks it module by module.
 """
 
 from __future__ import annotations

@@ -44,6 +44,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Exit codes (design Contracts, plus 3 for internal errors).
 EXIT_OK, EXIT_VIOLATION, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+#: Largest --time-limit accepted (a week; more is a typo).
+MAX_TIME_LIMIT = 7 * 24 * 3600.0
+#: Largest --seed accepted (numpy and CP-SAT seeds are 32-bit).
+MAX_SEED = 2**31 - 1
+#: Most worker threads or processes accepted (more is a typo that would exhaust memory).
+MAX_WORKERS = 256
+#: The one meaning of --time-limit, for every command's help (see README, "Time limits").
+TIME_LIMIT_HELP = ("Wall-clock budget in seconds for one answer (one release, one table, "
+                   "one method, one batch instance): the exact model gets what the "
+                   "heuristics left; past it the best answer found is kept, with its "
+                   "certificate.")
 #: Longest message printed for one failure (a message quoting a huge value is cut).
 MAX_MESSAGE = 1200
 
@@ -70,11 +81,20 @@ class GuardedTyper(typer.Typer):
         return decorator
 
 
+#: How seeds work, for the app's help (and the README).
+SEEDS_HELP = (
+    "Seeds: the computations (ldiv, eligibility, compare, batch, demo) default to a fixed "
+    "seed (0; demo 1), so a rerun gives the same answer. 'republish release' defaults to "
+    "fresh OS entropy: the row order and group numbers of a published table must not be "
+    "predictable; give --seed only for reproducible tests."
+)
+
 app = GuardedTyper(
     name="republish",
     help=(
         "Publish microdata that changes over time (m-invariance, m-Distinct, epsilon-inclusion) "
         "and static l-diverse tables, with exact optimization models and verified releases."
+        "\n\n" + SEEDS_HELP
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -284,11 +304,33 @@ def guarded(function: F) -> F:
     return run  # type: ignore[return-value]
 
 
+def package_version() -> str:
+    """The installed distribution's version (package metadata), else the source's."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("republish")
+    except metadata.PackageNotFoundError:  # running from a source tree without install
+        from republish import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"republish {package_version()}\n")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
 def _commands(
     debug: bool = typer.Option(
         False, "--debug", help="On an internal error (exit 3), also print the traceback."),
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True,
+        help="Print the version and exit."),
 ) -> None:
+
     # A callback keeps `republish <command>` a command group even while only one command
     # is registered (Typer would otherwise run that command without its name).
     if debug:

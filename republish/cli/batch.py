@@ -1,26 +1,24 @@
 """``republish batch`` and ``republish batch-report``: many instances in one run.
 
-Exit codes: 0 the batch ran (failed instances are recorded in the table, not fatal);
-1 an answer failed its independent verification; 2 bad manifest or usage; 130 the batch
-was interrupted (finished instances are kept: rerun with ``--resume``).
+Exit codes: 0 every instance ran (OPTIMAL, FEASIBLE, INFEASIBLE or TIMEOUT are answers);
+1 an instance ended in ERROR or an answer failed its independent verification (the
+table holds every row all the same); 2 bad manifest or usage; 130 the batch was
+interrupted (finished instances are kept: rerun with ``--resume``).
+
+Heavy modules (pandas, the batch runner, matplotlib) are imported inside the commands.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
-from rich import box
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from republish.batch.execute import BatchProgress, run_batch
-from republish.batch.manifest import load_manifest
-from republish.batch.results import read_results
 from republish.cli.app import (
+    MAX_TIME_LIMIT,
+    MAX_WORKERS,
     app,
     check_finite,
     check_range,
@@ -29,9 +27,15 @@ from republish.cli.app import (
     fail,
     print_json,
 )
-from republish.cli.ldiv import MAX_WORKERS
-from republish.cli.store_commands import MAX_TIME_LIMIT
 from republish.errors import ParameterError, RepublishError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from republish.batch.execute import BatchProgress
+
+#: Exit code of a batch where an instance ended in ERROR or failed verification.
+EXIT_FAILED_INSTANCE = 1
 
 
 def _counts_text(progress: BatchProgress) -> str:
@@ -52,8 +56,9 @@ def batch(
     workers: Annotated[int, typer.Option("--workers", "-w", help="Local worker processes.")] = 2,
     time_limit: Annotated[
         float | None,
-        typer.Option("--time-limit", help="Seconds per instance where the manifest sets none "
-                     "(default 60)."),
+        typer.Option("--time-limit", help="Wall-clock budget in seconds for one instance "
+                     "where the manifest sets none (default 60); the same budget as the "
+                     "instance's command's --time-limit."),
     ] = None,
     scheduler: Annotated[
         str | None,
@@ -84,8 +89,15 @@ def batch(
 
     Past its time limit plus the kill margin an instance is TIMEOUT; a crash is ERROR.
 
+    Exit 1 when an instance ends in ERROR or fails verification (the table is written).
+
     Finished rows are journaled next to OUTPUT, so --resume continues an interrupted batch.
     """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from republish.batch.execute import run_batch
+    from republish.batch.manifest import load_manifest
+
     try:
         check_range(workers, "--workers", 1, MAX_WORKERS)
         check_finite(time_limit, "--time-limit", positive=True, maximum=MAX_TIME_LIMIT)
@@ -139,9 +151,14 @@ def batch(
         )
         for row in frame[frame["status"] == "ERROR"].head(5).itertuples():
             console.print(f"  error in instance {row.index}: {row.error}", markup=False)
+    errors = statuses.get("ERROR", 0)
+    if errors:
+        error_console.print(f"{errors} instance(s) ended in ERROR (column 'error' of {output}).",
+                            markup=False)
     if unverified:
         error_console.print(f"{unverified} answer(s) failed verification (column 'verified').")
-        raise typer.Exit(1)
+    if errors or unverified:
+        raise typer.Exit(EXIT_FAILED_INSTANCE)
 
 
 #: Short headers of the report tables (terminals are narrow).
@@ -152,6 +169,9 @@ _HEADERS = {"instances": "n", "optimal": "opt", "feasible": "feas", "timeout": "
 
 
 def _show(title: str, frame: pd.DataFrame) -> None:
+    from rich import box
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   show_edge=False, padding=(0, 1, 0, 0))
     for position, column in enumerate(frame.columns):
@@ -192,6 +212,7 @@ def batch_report(
         plot_optimum_comparison,
         plot_time_vs_size,
     )
+    from republish.batch.results import read_results
 
     try:
         frame = read_results(results)

@@ -10,24 +10,26 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from republish.cli.app import app, check_finite, check_range, console, print_json
-from republish.cli.store_commands import MAX_SEED, MAX_TIME_LIMIT
+from republish.cli.app import (
+    MAX_SEED,
+    MAX_TIME_LIMIT,
+    TIME_LIMIT_HELP,
+    app,
+    check_finite,
+    check_range,
+    console,
+    print_json,
+)
 from republish.errors import InputError, ParameterError
 from republish.excerpts import excerpt
 from republish.parameters import validate_m
-from republish.problems.eligibility import (
-    EligibilitySolution,
-    present_values,
-    too_few_values_message,
-    validate_counts,
-)
-from republish.schema import load_schema
-from republish.solver.eligibility import METHODS, random_baseline, sensitive_counts, solve_counts
-from republish.tables import load_table
+
+if TYPE_CHECKING:
+    from republish.problems.eligibility import EligibilitySolution
 
 #: Largest count of one value accepted by --counts (rows of one table).
 MAX_COUNT = 10**12
@@ -115,12 +117,30 @@ def eligibility(
         float, typer.Option("--deletion-cost", help="Cost of one deletion (deferral).")
     ] = 1.0,
     time_limit: Annotated[
-        float, typer.Option("--time-limit", help="CP-SAT time limit per solve, seconds.")
+        float, typer.Option("--time-limit", help=TIME_LIMIT_HELP)
     ] = 10.0,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random baseline.")] = 0,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="Seed of the random baseline (default 0: reproducible).")] = 0,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON list.")] = False,
 ) -> None:
-    """Minimum counterfeits / deletions / both that make a table m-eligible."""
+    """Minimum counterfeits / deletions / both that make a table m-eligible.
+
+    DATA is read with the schema's delimiter or the detected one; 'id' may be omitted.
+    """
+    from republish.problems.eligibility import (
+        present_values,
+        too_few_values_message,
+        validate_counts,
+    )
+    from republish.schema import load_schema
+    from republish.solver.eligibility import (
+        METHODS,
+        random_baseline,
+        sensitive_counts,
+        solve_counts,
+    )
+    from republish.tables import load_table
+
     check_finite(time_limit, "--time-limit", positive=True, maximum=MAX_TIME_LIMIT)
     check_finite(counterfeit_cost, "--counterfeit-cost", minimum=0, maximum=1e9)
     check_finite(deletion_cost, "--deletion-cost", minimum=0, maximum=1e9)

@@ -9,14 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from republish.categories import SACategories
 from republish.errors import ParameterError
-from republish.principles.catalog import PrincipleOptions
-from republish.principles.catalog.eps_inclusion import EpsInclusionOptions
-from republish.principles.catalog.m_distinct import MDistinctOptions
-from republish.principles.catalog.m_invariance import MInvarianceOptions
-from republish.transitions import read_transitions
+
+if TYPE_CHECKING:  # the principles import pandas and networkx: loaded by the builders
+    from republish.principles.catalog import PrincipleOptions
 
 __all__ = ["BUILDERS", "InitFlags"]
 
@@ -51,6 +49,8 @@ def _refuse(flags: InitFlags, principle: str, *names: str) -> None:
 
 
 def _m_invariance(flags: InitFlags) -> tuple[PrincipleOptions, str]:
+    from republish.principles.catalog.m_invariance import MInvarianceOptions
+
     _refuse(flags, "m-invariance", "--lambda", "--tau", "--categories", "--category-level",
             "--extras", "--transitions", "--strict")
     if flags.m is None:
@@ -60,6 +60,9 @@ def _m_invariance(flags: InitFlags) -> tuple[PrincipleOptions, str]:
 
 
 def _eps_inclusion(flags: InitFlags) -> tuple[PrincipleOptions, str]:
+    from republish.categories import SACategories
+    from republish.principles.catalog.eps_inclusion import EpsInclusionOptions
+
     _refuse(flags, "eps-inclusion", "--transitions", "--strict")
     if flags.lam is None:
         raise ParameterError("--principle eps-inclusion needs --lambda (categories per group).")
@@ -78,6 +81,9 @@ def _eps_inclusion(flags: InitFlags) -> tuple[PrincipleOptions, str]:
 
 
 def _m_distinct(flags: InitFlags) -> tuple[PrincipleOptions, str]:
+    from republish.principles.catalog.m_distinct import MDistinctOptions
+    from republish.transitions import read_transitions
+
     _refuse(flags, "m-distinct", "--lambda", "--tau", "--categories", "--category-level",
             "--extras")
     if flags.m is None:
