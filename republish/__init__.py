@@ -1,40 +1,51 @@
 """republish: privacy-preserving re-publication of dynamic microdata.
 
-The Python API in one import::
+The Python API in one import (README, "Python"; the defaults are the CLI's)::
 
     import republish
 
-    schema = republish.load_schema("schema.toml")
-    table = republish.load_table("T1.csv", schema)
-    first = republish.publish_m_invariant(table, schema, m=4)       # a verified release
-    second = republish.publish_m_invariant(t2, schema, 4, first.state)
-    print(second.certificate.status, second.summary())
+    with republish.Store.create("S.db", "schema.toml", m=4) as store:
+        first = store.release("T1.csv", output="out/")     # verified, recorded, published
+        print(first.certificate.status, first.summary["counterfeits"])
+        print(store.history())                               # one row per release
+        assert store.verify().ok
+    table = republish.l_diverse("T.csv", "schema.toml", l=4).published
+    republish.check(table, "schema.toml", l=4).ok
 
-    with republish.ReleaseStore.init("S.db", schema, 4) as store:   # a kept history
-        store.append_step(republish.publish_m_invariant(table, schema, 4, store.state()))
+Lower level: ``publish_m_invariant(table, schema, m, previous_state)`` computes one
+release without a store; :class:`ReleaseStore` is the store itself.
 
 Core: schema (:mod:`republish.schema`), tables (:mod:`republish.tables`), generalization
 (:mod:`republish.generalization`), principles as verifiers (:mod:`republish.principles`,
 :mod:`republish.principles.catalog`), releases (:mod:`republish.release`), the release
 store (:mod:`republish.store`), metrics (:mod:`republish.metrics`). Exact models live in
 :mod:`republish.models`, the papers' algorithms in :mod:`republish.heuristics`,
-orchestration in :mod:`republish.solver`. The publishing functions are loaded on first use
-(this package root is the API facade; the core modules never import the solver).
+orchestration in :mod:`republish.solver`, the pandas-style API in :mod:`republish.api`.
+The API and the publishing functions are loaded on first use (this package root is the
+facade; the core modules never import the solver or the API).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from republish.errors import RepublishError
-from republish.schema import Hierarchy, QIAttribute, Schema, load_schema, make_schema
-from republish.tables import load_table
+
+if TYPE_CHECKING:  # loaded on first use: importing republish must not import pandas
+    from republish.schema import Hierarchy, QIAttribute, Schema, load_schema, make_schema
+    from republish.tables import load_table
 
 __version__ = "0.1.0"
 
 #: Public names loaded on first access: name -> (module, attribute).
 _LAZY = {
+    "Hierarchy": ("republish.schema", "Hierarchy"),
+    "QIAttribute": ("republish.schema", "QIAttribute"),
+    "Schema": ("republish.schema", "Schema"),
+    "load_schema": ("republish.schema", "load_schema"),
+    "make_schema": ("republish.schema", "make_schema"),
+    "load_table": ("republish.tables", "load_table"),
     "publish": ("republish.solver.publish", "publish"),
     "publish_m_invariant": ("republish.solver.m_invariance", "publish_m_invariant"),
     "publish_m_distinct": ("republish.solver.m_distinct", "publish_m_distinct"),
@@ -47,6 +58,13 @@ _LAZY = {
     "principle": ("republish.principles.catalog", "principle"),
     "verify_release": ("republish.principles", "verify_release"),
     "load_adult": ("republish.datasets", "load_adult"),
+    "Store": ("republish.api.store", "Store"),
+    "Release": ("republish.api.store", "Release"),
+    "ReleaseWarning": ("republish.api.store", "ReleaseWarning"),
+    "l_diverse": ("republish.api.static", "l_diverse"),
+    "check": ("republish.api.static", "check"),
+    # ``republish.audit`` is the audit subpackage; the API's audit is ``run_audit``.
+    "run_audit": ("republish.api.static", "audit"),
     "synthetic_census": ("republish.datasets", "synthetic_census"),
 }
 
@@ -68,11 +86,16 @@ __all__ = [
     "Hierarchy",
     "PublisherState",
     "QIAttribute",
+    "Release",
     "ReleaseStore",
+    "ReleaseWarning",
     "RepublishError",
     "Schema",
     "SolveOptions",
     "StepResult",
+    "Store",
+    "check",
+    "l_diverse",
     "load_adult",
     "load_schema",
     "load_table",
@@ -83,6 +106,7 @@ __all__ = [
     "publish_l_diverse",
     "publish_m_distinct",
     "publish_m_invariant",
+    "run_audit",
     "synthetic_census",
     "verify_release",
 ]

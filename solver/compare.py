@@ -10,6 +10,7 @@ from different states: their comparison is per chain, not a proof of dominance.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,7 @@ def compare_pipelines(
     queries: int = 1000,
     workers: int = 1,
     eligibility: EligibilityMethod = "counterfeit",
+    progress: Callable[[str, bool], None] | None = None,
 ) -> pd.DataFrame:
     """Publish the same series with ``mode="heuristic"`` and ``mode="exact"``.
 
@@ -56,7 +58,9 @@ def compare_pipelines(
     random queries (selectivity 0.1, seeded with ``seed``) give each release's
     ``query_error``. ``eligibility`` (``counterfeit``, ``delete``, ``hybrid``) is what
     both pipelines may use to make leftover rows m-eligible. Returns one row per pipeline
-    and release with the columns :data:`COLUMNS` (heuristic rows first).
+    and release with the columns :data:`COLUMNS` (heuristic rows first). ``progress`` is
+    called with ``("heuristic release 3/6", True)`` as each step starts and with
+    ``("heuristic release 3/6: <phase>", False)`` as its phases start.
 
     Raises
     ------
@@ -76,11 +80,15 @@ def compare_pipelines(
     for mode in PIPELINES:
         rng = np.random.default_rng(seed)
         state: PublisherState | None = None
-        for microdata in series:
+        for index, microdata in enumerate(series, start=1):
+            label = f"{mode} release {index}/{len(series)}"
+            if progress is not None:
+                progress(label, True)
             step = publish_m_invariant(
                 microdata, schema, m, previous=state, rng=rng, validated=True,
                 mode=mode, time_limit=time_limit,
                 workers=workers, eligibility=eligibility,
+                progress=None if progress is None else _phases(progress, label),
             )
             state = step.state
             summary = step.summary()
@@ -107,6 +115,10 @@ def compare_pipelines(
                 "wall_time_s": summary["wall_time_s"],
             })
     return pd.DataFrame.from_records(records, columns=list(COLUMNS))
+
+
+def _phases(progress: Callable[[str, bool], None], label: str) -> Callable[[str], None]:
+    return lambda phase: progress(f"{label}: {phase}", False)
 
 
 def plot_comparison(frame: pd.DataFrame, path: str | Path) -> Path:

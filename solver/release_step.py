@@ -32,15 +32,16 @@ import pandas as pd
 
 from republish.certificate import Certificate
 from republish.errors import ParameterError, VerificationError
+from republish.generalization import Domain, group_boxes, ncp
 from republish.parameters import Eligibility, validate_eligibility
 from republish.principles.catalog import PrincipleOptions, principle
 from republish.principles.report import VerificationReport
-from republish.release import Release
+from republish.release import GROUP, Release
 from republish.schema import Schema
 from republish.solver.options import Deadline, SolveOptions
 from republish.solver.phase_timer import PhaseTimer, Progress
 from republish.state import LAST_RELEASE, PublisherState
-from republish.tables import validate_release_table
+from republish.tables import encode_qis, validate_release_table
 
 __all__ = ["Built", "Middle", "StepContext", "StepResult", "run_release_step"]
 
@@ -121,6 +122,7 @@ class StepResult:
     parameters: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     grouping: Certificate | None = None
+    ncp: float | None = None
 
     def summary(self) -> dict[str, Any]:
         """The ``history --json`` object of this release (the Contract keys first)."""
@@ -134,6 +136,7 @@ class StepResult:
             "deferred": self.deferred,
             "groups": self.groups,
             "mean_perimeter": self.mean_perimeter,
+            "ncp": self.ncp,
             "wall_time_s": self.wall_time_s,
             "status": self.certificate.status,
             "objective": self.certificate.objective,
@@ -240,6 +243,7 @@ def run_release_step(
     if not report.ok:
         raise VerificationError(
             f"release {number} failed verification and was not produced: {report.summary()}")
+    information_loss = _ncp(table, schema, built.published_rows, release)
     timer.phase("state")
     next_state = dataclasses.replace(state, identifier_kind=identifier_kind).advance(
         release, built.row_signatures, published)
@@ -253,8 +257,18 @@ def run_release_step(
         deferred=built.deferred, counterfeits=built.counterfeits,
         groups=release.group_count(), mean_perimeter=built.mean_perimeter,
         wall_time_s=wall, parameters=dict(release.metadata.get("parameters", {})),
-        extra=dict(built.extra), grouping=built.grouping,
+        extra=dict(built.extra), grouping=built.grouping, ncp=information_loss,
     )
+
+
+def _ncp(table: pd.DataFrame, schema: Schema, rows: np.ndarray, release: Release) -> float:
+    """NCP of the published real rows: their groups' boxes over the ranges of ``T(n)``
+    (0 for a permutation publication, whose QIs are published exactly)."""
+    groups = release.assignment[GROUP].to_numpy()
+    if release.model == "exact" or len(groups) != len(rows) or len(rows) == 0:
+        return 0.0
+    codes = encode_qis(table, schema)
+    return ncp(schema, group_boxes(codes[rows], groups), Domain.of(schema, codes))
 
 
 def _with_metadata(release: Release, **entries: Any) -> Release:

@@ -15,7 +15,7 @@ import republish
 HEAVY = ("pandas", "numpy", "ortools", "matplotlib", "networkx", "pyarrow")
 CLI = Path(republish.__file__).resolve().parent / "cli"
 #: Command modules already converted to imports inside their commands.
-LAZY = ("app", "batch", "eligibility", "init_options", "ldiv")
+LAZY = ("app", "batch", "check", "eligibility", "init_options", "ldiv", "report")
 
 # One command module imported alone: a bare ``republish.cli`` package stands in for the
 # real one, whose __init__ imports every command module.

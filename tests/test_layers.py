@@ -1,5 +1,6 @@
 """Layer rules of the design notes, checked on the source: dependencies point one way,
-core <- heuristics, models <- solver <- batch, CLI. Imports inside functions count too."""
+core <- heuristics, models <- solver <- api (the pandas-style API, republish.api) <- CLI,
+and solver <- batch. Imports inside functions count too."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"republish": "republish", "models": "republish.models",
            "heuristics": "republish.heuristics", "solver": "republish.solver"}
-LAYERS = ("cli", "batch", "solver", "models", "heuristics")
+LAYERS = ("cli", "batch", "api", "solver", "models", "heuristics")
 
 #: layer -> layers it must not import ("core" is every other republish module).
 FORBIDDEN = {
-    "core": {"cli", "batch", "solver", "models", "heuristics"},
-    "models": {"cli", "batch", "solver", "heuristics"},
-    "heuristics": {"cli", "batch", "solver", "models"},
-    "solver": {"cli", "batch"},
+    "core": {"cli", "batch", "api", "solver", "models", "heuristics"},
+    "models": {"cli", "batch", "api", "solver", "heuristics"},
+    "heuristics": {"cli", "batch", "api", "solver", "models"},
+    "solver": {"cli", "batch", "api"},
     "batch": {"cli"},
+    "api": {"cli", "batch", "heuristics", "models"},
     "cli": {"heuristics", "models"},
 }
 

@@ -2,8 +2,10 @@
 
 ``--series initial=400,r=50,releases=3`` builds ``T(1), ..., T(releases)`` from DATA
 (m-invariance paper, §5). Writes ``compare.csv`` and ``compare.png`` into ``-o`` and
-prints a table, or with ``--json`` one JSON list with one object per pipeline and
-release (the columns of :data:`republish.solver.compare.COLUMNS`).
+prints a table, or with ``--json`` (``--format json``) one JSON list with one object per
+pipeline and release (the columns of :data:`republish.solver.compare.COLUMNS`), or with
+``--format csv`` the rows of ``compare.csv``. Progress goes to stderr
+(:mod:`republish.cli.progress`). The columns: docs/formats.md.
 """
 
 from __future__ import annotations
@@ -11,19 +13,25 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
 
+from republish.api import defaults
 from republish.cli.app import app, check_finite, check_range, console, print_json
-from republish.cli.store_commands import MAX_SEED, MAX_TIME_LIMIT, Eligibility
+from republish.cli.store_commands import (
+    DEFAULT_ELIGIBILITY,
+    MAX_SEED,
+    MAX_TIME_LIMIT,
+    Eligibility,
+    TableFormat,
+    print_csv,
+)
 from republish.errors import InputError
 from republish.excerpts import excerpt
-from republish.parameters import validate_m
-from republish.schema import load_schema
-from republish.solver.compare import compare_pipelines, plot_comparison
-from republish.tables import load_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _SERIES_KEYS = ("initial", "r", "releases")
 #: Largest value of each --series item (rows, rows per release, releases).
@@ -73,9 +81,9 @@ def _cell(value: Any, digits: int = 4) -> str:
 def _render(frame: pd.DataFrame, directory: Path) -> None:
     from rich.table import Table
 
-    table = Table("pipeline", "release", "counterfeits", "deferred", "mean perimeter",
-                  "query error", "status", "objective", "bound", "gap", "grouping",
-                  "grouping gap", "time (s)")
+    table = Table("pipeline", "release", "counterfeits", "deferred", "mean_perimeter",
+                  "query_error", "status", "objective", "bound", "gap", "grouping_status",
+                  "grouping_gap", "wall_time_s")
     for row in frame.itertuples(index=False):
         table.add_row(
             str(row.pipeline), str(row.release), str(row.counterfeits), str(row.deferred),
@@ -99,19 +107,34 @@ def compare(
     time_limit: Annotated[
         float, typer.Option("--time-limit", help="Seconds per release step of the exact pipeline "
                      "(one budget for all its models).")
-    ] = 10.0,
+    ] = defaults.TIME_LIMIT,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the series and both pipelines.")] = 0,
     eligibility: Annotated[
         Eligibility,
         typer.Option("--eligibility", help="What makes leftover new rows m-eligible in both "
                      "pipelines: counterfeits, deferrals (delete) or both (hybrid)."),
-    ] = Eligibility.counterfeit,
+    ] = DEFAULT_ELIGIBILITY,
     output: Annotated[
         Path, typer.Option("-o", "--output", help="Folder for compare.csv and compare.png.")
     ] = Path("."),
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON list.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON list "
+                                              "(= --format json).")] = False,
+    fmt: Annotated[
+        TableFormat,
+        typer.Option("--format", help="table (for people), csv (the rows of compare.csv) or "
+                     "json (as --json)."),
+    ] = TableFormat.table,
 ) -> None:
-    """Run the heuristic and the exact m-invariant pipelines side by side on one series."""
+    """Run the heuristic and the exact m-invariant pipelines side by side on one series.
+
+    Progress on stderr: one line per pipeline and release when piped, a bar on a terminal.
+    """
+    from republish.cli.progress import progress
+    from republish.parameters import validate_m
+    from republish.schema import load_schema
+    from republish.solver.compare import compare_pipelines, plot_comparison
+    from republish.tables import load_table
+
     check_finite(time_limit, "--time-limit", positive=True, maximum=MAX_TIME_LIMIT)
     check_range(seed, "--seed", 0, MAX_SEED)
     validate_m(m)
@@ -120,16 +143,24 @@ def compare(
         raise InputError(f"-o {output}: exists and is not a folder; give a folder path.")
     schema = load_schema(schema_path)
     table = load_table(data, schema)
-    frame = compare_pipelines(table, schema, m, series["initial"], series["r"],
-                              series["releases"], time_limit, seed,
-                              eligibility=eligibility.value)
+    with progress("compare", total=2 * series["releases"]) as report:
+
+        def show(text: str, step: bool) -> None:
+            (report.step if step else report.phase)(text)
+
+        frame = compare_pipelines(table, schema, m, series["initial"], series["r"],
+                                  series["releases"], time_limit, seed,
+                                  eligibility=eligibility.value, progress=show)
     if output.exists() and not output.is_dir():
         raise InputError(f"-o {output}: exists and is not a folder; give a folder path.")
     output.mkdir(parents=True, exist_ok=True)
     frame.to_csv(output / "compare.csv", index=False)
     plot_comparison(frame, output / "compare.png")
-    if json_output:
-        print_json([{key: _plain(value) for key, value in record.items()}
-                    for record in frame.to_dict(orient="records")])
+    records = [{key: _plain(value) for key, value in record.items()}
+               for record in frame.to_dict(orient="records")]
+    if json_output or fmt is TableFormat.json:
+        print_json(records)
+    elif fmt is TableFormat.csv:
+        print_csv(records)
     else:
         _render(frame, output)

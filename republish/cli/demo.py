@@ -2,30 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from republish.certificate import Certificate
 from republish.cli.app import app, console, print_json
-from republish.examples.hospital import HospitalExample, load_hospital
-from republish.objectives import release_cost
-from republish.principles import (
-    check_l_diversity,
-    check_m_invariance_pair,
-    check_m_uniqueness,
-)
-from republish.principles.report import VerificationReport
-from republish.release import Release
-from republish.solver.m_invariance import StepResult, publish_m_invariant
-from republish.state import PublisherState
+
+if TYPE_CHECKING:  # the command imports them when it runs (``--help`` stays fast)
+    import pandas as pd
+
+    from republish.certificate import Certificate
+    from republish.examples.hospital import HospitalExample
+    from republish.principles.report import VerificationReport
+    from republish.release import Release
+    from republish.solver.m_invariance import StepResult
 
 
 def _show(title: str, frame: pd.DataFrame) -> None:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for column in frame.columns:
         table.add_column(str(column))
@@ -57,6 +53,12 @@ def _sorted(release: Release) -> pd.DataFrame:
 
 def paper_verdicts(example: HospitalExample) -> list[dict[str, Any]]:
     """The three verdicts of the paper's running example (§1, Examples 3 and 5)."""
+    from republish.principles import (
+        check_l_diversity,
+        check_m_invariance_pair,
+        check_m_uniqueness,
+    )
+
     schema = example.schema
     verdicts = [
         _verdict("Table 1b is 2-unique", check_m_uniqueness(example.t1_star, 2), True),
@@ -85,6 +87,11 @@ def paper_verdicts(example: HospitalExample) -> list[dict[str, Any]]:
 def computed_releases(example: HospitalExample, seed: int) -> dict[str, StepResult]:
     """Releases computed by republish (m = 2): T*(1) from Table 1a, T*(2) from Table 2a,
     and T*(2) again starting from the paper's own T*(1) (Table 1b)."""
+    import numpy as np
+
+    from republish.solver.m_invariance import publish_m_invariant
+    from republish.state import PublisherState
+
     rng = np.random.default_rng(seed)
     first = publish_m_invariant(example.t1, example.schema, 2, None, rng=rng, mode="exact")
     second = publish_m_invariant(example.t2, example.schema, 2, first.state, rng=rng,
@@ -105,6 +112,8 @@ def _computed_summary(steps: dict[str, StepResult]) -> list[dict[str, Any]]:
 
 
 def _show_computed(example: HospitalExample, steps: dict[str, StepResult]) -> None:
+    from republish.principles import check_m_invariance_pair
+
     first, second, after_paper = steps.values()
     _show("T*(1) computed from Table 1a (m = 2)", _sorted(first.release))
     _show("T*(2) computed from Table 2a", _sorted(second.release))
@@ -139,6 +148,8 @@ def certificate_line(certificate: Certificate) -> str:
 
 def paper_costs(example: HospitalExample) -> dict[str, float]:
     """Objective (b) of the paper's Table 1b and Table 3a (with R(2))."""
+    from republish.objectives import release_cost
+
     return {"table 1b": release_cost(example.t1_star, example.t1),
             "table 3a": release_cost(example.t3_star, example.t2)}
 
@@ -149,6 +160,8 @@ def demo(
     seed: int = typer.Option(1, "--seed", help="Seed of the computed releases' randomness."),
 ) -> None:
     """Run the m-invariance paper's hospital example: verify it, then compute releases."""
+    from republish.examples.hospital import load_hospital
+
     example = load_hospital()
     if json_output:
         with console.capture():

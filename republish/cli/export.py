@@ -20,11 +20,8 @@ from typing import Annotated, Any
 import typer
 
 from republish.cli.app import app, console, error_console, print_json
-from republish.cli.publication import prepare_output
 from republish.cli.store_commands import _recover_or_warn
 from republish.errors import InputError
-from republish.release import render_release, sha256, write_file_durably
-from republish.store import ReleaseStore
 
 
 class ExportFormat(StrEnum):
@@ -52,6 +49,10 @@ def export(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON list.")] = False,
 ) -> None:
     """Re-create the published files of stored releases exactly as they were published."""
+    from republish.api.publication import prepare_output
+    from republish.release import render_release, sha256
+    from republish.store import ReleaseStore
+
     done: list[dict[str, Any]] = []
     mismatches: list[str] = []
     with ReleaseStore.open(store) as opened:
@@ -98,6 +99,8 @@ def export(
 
 
 def _write(target: Path, data: bytes, overwrite: bool) -> str:
+    from republish.release import write_file_durably
+
     if os.path.lexists(target):
         if target.is_file() and not target.is_symlink() and target.read_bytes() == data:
             return "unchanged"
