@@ -34,6 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -118,21 +119,38 @@ def signatures(m: int, domain_size: int) -> list[tuple[int, ...]]:
             for sigma in itertools.combinations(range(domain_size), size)]
 
 
+def split_signature(sigma: frozenset[int], value: int, m: int) -> tuple[int, ...]:
+    """The part holding ``value`` when ``sigma`` is cut, in code order, into chunks of ``m``
+    codes (the last one ``m..2m-1``): no release of it needs more counterfeits."""
+    codes = sorted(sigma)
+    chunks = [codes[i:i + m] for i in range(0, len(codes), m)]
+    if len(chunks) > 1 and len(chunks[-1]) < m:
+        last = chunks.pop()
+        chunks[-1] += last
+    return tuple(next(c for c in chunks if value in c))
+
+
 def solve_offline_series(problem: OfflineSeriesProblem, *, time_limit: float,
                          workers: int = 1, seed: int = 0,
-                         max_variables: int = MAX_VARIABLES) -> OfflineSeriesSolution:
-    """The offline optimum of ``problem`` (module docstring) within ``time_limit`` seconds."""
+                         max_variables: int = MAX_VARIABLES,
+                         hint: Sequence[frozenset[int] | None] | None = None
+                         ) -> OfflineSeriesSolution:
+    """The offline optimum of ``problem`` (module docstring) within ``time_limit`` seconds.
+
+    ``hint``: a signature per person (``None``: unknown), e.g. an online chain's; larger
+    signatures are cut to ``m..2m-1`` codes (:func:`split_signature`)."""
     started = time.perf_counter()
     weight = Fraction(problem.deferral_weight).limit_denominator(1000)
     p, q = weight.numerator, weight.denominator
     types, counts = np.unique(np.column_stack([problem.values, problem.presence]), axis=0,
                               return_counts=True)
     type_value, type_presence = types[:, 0], types[:, 1:].astype(bool)
-    sigmas = signatures(problem.m, problem.domain_size)
-    size = sum(len(s) for s in sigmas) * len(types) // max(problem.domain_size, 1)
+    sizes = range(problem.m, min(2 * problem.m - 1, problem.domain_size) + 1)
+    size = len(types) * sum(math.comb(problem.domain_size - 1, k - 1) for k in sizes)
     if size > max_variables:
         return OfflineSeriesSolution("TOO_LARGE", None, 0.0, None, None, size,
                                      time.perf_counter() - started)
+    sigmas = signatures(problem.m, problem.domain_size)
     model = cp_model.CpModel()
     x: dict[tuple[int, int], cp_model.IntVar] = {}
     by_type: list[list[cp_model.IntVar]] = [[] for _ in range(len(types))]
@@ -145,6 +163,7 @@ def solve_offline_series(problem: OfflineSeriesProblem, *, time_limit: float,
     for t in range(len(types)):
         model.add(sum(by_type[t]) == int(counts[t]))
     withheld_rows: list[cp_model.IntVar] = []
+    g_vars: dict[tuple[int, int], cp_model.IntVar] = {}
     objective: list[cp_model.LinearExprT] = []
     releases = problem.presence.shape[1]
     for s, members in by_signature.items():
@@ -156,6 +175,7 @@ def solve_offline_series(problem: OfflineSeriesProblem, *, time_limit: float,
             most = int(max(sum(int(counts[t]) for t in present if type_value[t] == v)
                            for v in sigma))
             g = model.new_int_var(0, most, f"g[{j},{s}]")
+            g_vars[j, s] = g
             objective.append(q * len(sigma) * g)
             for v in sigma:
                 n = [x[t, s] for t in present if type_value[t] == v]
@@ -171,6 +191,8 @@ def solve_offline_series(problem: OfflineSeriesProblem, *, time_limit: float,
                     model.add(g >= sum(n))
                     objective.append(-q * sum(n))
     model.minimize(sum(objective))
+    if hint is not None:
+        _add_hint(model, problem, hint, x, g_vars, withheld_rows, sigmas, types)
     solved = solve_cp_sat(model, time_limit=time_limit, workers=workers, seed=seed)
     bound = max(0.0, (solved.bound or 0.0) / q) if solved.bound is not None else 0.0
     if not solved.found:
@@ -183,3 +205,36 @@ def solve_offline_series(problem: OfflineSeriesProblem, *, time_limit: float,
         solved.status, value, value if solved.status == "OPTIMAL" else min(bound, value),
         counterfeits, withheld_total, len(x), time.perf_counter() - started)
 
+
+def _add_hint(model: cp_model.CpModel, problem: OfflineSeriesProblem,
+              hint: Sequence[frozenset[int] | None], x: dict[tuple[int, int], cp_model.IntVar],
+              g_vars: dict[tuple[int, int], cp_model.IntVar],
+              withheld_rows: list[cp_model.IntVar], sigmas: list[tuple[int, ...]],
+              types: np.ndarray) -> None:
+    """Hint every variable with the persons' given signatures, nothing withheld (a complete
+    solution: CP-SAT starts from it instead of searching for one)."""
+    if len(hint) != len(problem.values):
+        raise ParameterError("The 'hint' parameter of solve_offline_series must give one "
+                             f"signature (or None) per person: {len(problem.values)}. Got "
+                             f"{len(hint)} instead.")
+    index = {sigma: s for s, sigma in enumerate(sigmas)}
+    type_of = {tuple(row): t for t, row in enumerate(types.tolist())}
+    taken: dict[tuple[int, int], int] = {}
+    rows = np.column_stack([problem.values, problem.presence]).tolist()
+    for person, sigma in enumerate(hint):
+        value = int(problem.values[person])
+        if sigma is None or value not in sigma or len(sigma) < problem.m:
+            return  # a partial hint would contradict the type totals: no hint at all
+        key = (type_of[tuple(rows[person])], index[split_signature(sigma, value, problem.m)])
+        taken[key] = taken.get(key, 0) + 1
+    for key, var in x.items():
+        model.add_hint(var, taken.get(key, 0))
+    presence, values = types[:, 1:].astype(bool), types[:, 0]
+    for (j, s), g in g_vars.items():
+        most = 0
+        for v in sigmas[s]:
+            most = max(most, sum(count for (t, ss), count in taken.items()
+                                 if ss == s and presence[t, j] and values[t] == v))
+        model.add_hint(g, most)
+    for var in withheld_rows:
+        model.add_hint(var, 0)

@@ -63,6 +63,7 @@ def run(inputs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
     output = tmp_path_factory.mktemp("out") / "results"
     code, out, _ = _run(str(data), "--schema", str(schema), "--m", "3", "--series",
                         f"initial=400,r=50,releases={RELEASES}", "--time-limit", "2",
+                        "--offline-time-limit", "2",
                         "--seed", "0", "-o", str(output), "--json")
     return code, json.loads(out) if code == 0 else [], output
 
@@ -111,6 +112,20 @@ def test_files_written(run: tuple[int, list[dict[str, Any]], Path]) -> None:
     assert list(frame["counterfeits"]) == [row["counterfeits"] for row in rows]
     png = (output / "compare.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 1000
+
+
+def test_offline_optimum_beside_the_chains(run: tuple[int, list[dict[str, Any]], Path]
+                                          ) -> None:
+    _, rows, output = run
+    offline = json.loads((output / "offline.json").read_text(encoding="utf-8"))
+    for pipeline in ("heuristic", "exact"):
+        total = sum(r["counterfeits"] + r["deferred"] for r in rows if r["pipeline"] == pipeline)
+        assert offline["chains"][pipeline] == total
+    assert offline["status"] in ("OPTIMAL", "FEASIBLE", "TIMEOUT", "TOO_LARGE")
+    assert offline["exact_for_chain"] is True  # counterfeits only: no withholding relaxation
+    assert 0 <= offline["bound"] <= min(offline["chains"].values()) + 1e-9
+    if offline["objective"] is not None:  # started from the better chain: never worse
+        assert offline["bound"] <= offline["objective"] <= min(offline["chains"].values())
 
 
 @pytest.mark.parametrize("text", ["initial=400,r=50", "initial=400,r=x,releases=3",

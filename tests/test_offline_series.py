@@ -13,7 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from republish.errors import ParameterError
-from republish.models.offline_series import OfflineSeriesProblem, solve_offline_series
+from republish.models.offline_series import (
+    OfflineSeriesProblem,
+    solve_offline_series,
+    split_signature,
+)
 from republish.schema import QIAttribute, Schema
 from republish.solver.m_invariance import publish_m_invariant
 from republish.solver.offline_series import offline_optimum
@@ -122,3 +126,15 @@ def test_no_online_chain_beats_the_offline_optimum(seed: int) -> None:
             state = step.state
             total += int(step.summary()["counterfeits"])
         assert total >= offline.solution.objective - 1e-9
+        # the chain's signatures start the solver: never worse than the chain, at any budget
+        hinted = offline_optimum(series, SCHEMA, m, time_limit=0.05, state=state)
+        assert hinted.solution.objective is not None
+        assert offline.solution.objective - 1e-9 <= hinted.solution.objective <= total + 1e-9
+
+
+def test_split_signature_keeps_the_value_and_sizes() -> None:
+    for size in range(2, 12):
+        sigma = frozenset(range(size))
+        for value in sigma:
+            part = split_signature(sigma, value, 2)
+            assert value in part and 2 <= len(part) <= 3 and set(part) <= sigma
