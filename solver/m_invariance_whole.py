@@ -38,8 +38,9 @@ __all__ = ["AUTO_WHOLE_ROWS", "BOUND_ROWS", "Grouping", "bound_only", "release_c
 #: ``auto``: the whole-release model runs on releases of at most this many rows.
 AUTO_WHOLE_ROWS = 400
 #: The (b) bound of releases the model does not solve: up to this many rows (measured on
-#: Adult: about 1 s at 2,000 rows; at 20,000 rows it used a whole 10 s budget and proved 0).
-BOUND_ROWS = 5_000
+#: Adult: about 1 s at 2,000 rows; at 5,000 rows it used the rest of a 10 s budget and
+#: proved nothing, at 20,000 the whole budget for 0).
+BOUND_ROWS = 2_000
 #: Less time than this (seconds) left: no model, no bound.
 MIN_SECONDS = 0.05
 
