@@ -17,6 +17,8 @@ Usage::
         --m 2 3 4 5 6 7 --time-limit 10
     python benchmarks/whole_release_adult.py --initial 200 --r 20 --releases 6 \\
         --m 2 3 4 --time-limit 1 --mode auto
+    python benchmarks/whole_release_adult.py --dataset census --initial 200000 --r 5000 \\
+        --releases 3 --m 10 --time-limit 10 60
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from republish.datasets import dynamic_series, load_adult
+from republish.datasets import dynamic_series, load_adult, synthetic_census
 from republish.solver.m_invariance import publish_m_invariant
 
 HERE = Path(__file__).resolve().parent
@@ -40,8 +42,11 @@ QIS = ["age", "sex", "education", "native-country"]
 
 
 def run(initial: int, r: int, releases: int, ms: list[int], limits: list[float], mode: str,
-        seed: int) -> pd.DataFrame:
-    table, schema = load_adult(sensitive="occupation", qis=QIS)
+        seed: int, dataset: str = "adult") -> pd.DataFrame:
+    if dataset == "census":
+        table, schema = synthetic_census(initial + releases * r, seed=seed)
+    else:
+        table, schema = load_adult(sensitive="occupation", qis=QIS)
     series = dynamic_series(table, initial, r, releases, seed)
     records = []
     pipelines = [("heuristic", 10.0)] + [(mode, limit) for limit in limits]
@@ -95,10 +100,13 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, nargs="+", default=[10.0])
     parser.add_argument("--mode", choices=["auto", "exact"], default="exact")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dataset", choices=["adult", "census"], default="adult",
+                        help="census: synthetic_census with initial + releases*r rows")
     args = parser.parse_args()
     frame = run(args.initial, args.r, args.releases, args.m, args.time_limit, args.mode,
-                args.seed)
-    out = HERE / f"whole_release_adult_{args.initial}.csv"
+                args.seed, args.dataset)
+    name = "adult" if args.dataset == "adult" else "census"
+    out = HERE / f"whole_release_{name}_{args.initial}.csv"
     frame.to_csv(out, index=False)
     command = "python benchmarks/whole_release_adult.py " + " ".join(sys.argv[1:])
     print(f"`{command}` — {platform.machine()}, {os.cpu_count()} cores, {date.today()}\n")

@@ -25,7 +25,6 @@ from republish.models.whole_release_bound import (
     Relaxation,
     partition_model,
     reduced_costs,
-    relax,
 )
 from republish.models.whole_release_counts import (
     Extent,
@@ -34,6 +33,7 @@ from republish.models.whole_release_counts import (
     count_columns,
     enumerate_columns,
 )
+from republish.models.whole_release_master import IncrementalMaster
 from republish.models.whole_release_pricing import RcOf, price_by_anchors
 
 
@@ -144,6 +144,10 @@ def _price(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray, the
     return block, least
 
 
+#: Heuristic pricing rounds at most between two exact ones (each exact round is a bound).
+EXACT_EVERY = 5
+
+
 @dataclass
 class _Stage2:
     status: str
@@ -174,27 +178,36 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     reach = float(radius[np.isfinite(radius)].max(initial=0.0))  # partial pricing's radius
     scale = float(np.ptp(problem.points, axis=0).sum()) if n else 0.0  # no box is larger
     fixing: tuple[Any, float] | None = None  # (relaxation whose duals fix, D_g)
+    since_exact = 0
+    lp: IncrementalMaster | None = None  # re-solved from its last basis as columns arrive
     while left() > 0:
-        relaxed = relax(columns.master(radius), left() / 2)
+        if lp is None:
+            lp = IncrementalMaster(columns.master(radius))
+        relaxed = lp.relax(columns.master(radius), left() / 2)
         if relaxed is None:
             break
         if complete:
             fixing, bound = (relaxed, relaxed.bound), relaxed.bound
             break
         bound = max(bound, relaxed.bound_radius if box else -math.inf)
-        if not box or left() < 0.6 * time_limit:  # column generation: 40% of the time
+        if not box:
             break
+        # column generation: 40% of the time, ended by an exact round for the bound
+        last_round = left() < 0.6 * time_limit
+
         def rc_of(block: np.ndarray, relaxed: Relaxation = relaxed) -> np.ndarray:
             block = columns.canonical(block)
             return reduced_costs(block, *columns.attributes(block), relaxed.y, relaxed.y_a)
 
-        quick = _price(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of, quick=True)
-        if quick is not None:  # heuristic pricing first: an exact round only when it fails
+        quick = None if last_round or since_exact >= EXACT_EVERY else _price(
+            problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of, quick=True)
+        if quick is not None:  # heuristic pricing first: an exact round when it fails
             fresh = columns.canonical(quick[0][columns.missing(quick[0])])
             if len(fresh) and (rc_of(fresh) < -1e-9).any():
                 columns.add(fresh[rc_of(fresh) < -1e-9])
-                rounds += 1
+                rounds, since_exact = rounds + 1, since_exact + 1
                 continue
+        since_exact = 0
         result = _price(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of)
         exact = result is not None
         while result is None or not exact:  # too many to price: a larger radius, no bound
@@ -210,7 +223,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             exact = False
             if result is None:
                 break
-        if result is None:
+        if result is None or (last_round and not exact):
             break
         priced = columns.canonical(result[0][columns.missing(result[0])])
         rc = rc_of(priced)
@@ -225,9 +238,9 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
         if fixing is None or relaxed.bound + least > fixing[1]:
             fixing = (relaxed, relaxed.bound + least)
         bound = max(bound, relaxed.bound + least)
-        if -least <= 1e-6 * max(1.0, abs(bound)) or \
+        if last_round or -least <= 1e-6 * max(1.0, abs(bound)) or \
                 previous - relaxed.bound <= 1e-7 * max(1.0, abs(relaxed.bound)):
-            break  # converged, or stalled on degenerate columns
+            break  # out of time, converged, or stalled on degenerate columns
         previous = relaxed.bound
         order = np.argsort(rc, kind="stable")[:max(2 * n, 2000)]
         columns.add(priced[order[rc[order] < 0]])

@@ -7,6 +7,7 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -117,3 +118,36 @@ def test_nearest_columns_cover_every_row_with_a_valid_column() -> None:
         rows = row[row >= 0]
         assert family.lo <= len(rows) <= family.hi
         assert len(set(problem.values[rows].tolist())) == len(rows)
+
+
+def test_incremental_master_matches_a_fresh_lp() -> None:
+    """The master kept between rounds gives the bound of an LP built from scratch."""
+    from republish.models.whole_release_bound import Master, relax
+    from republish.models.whole_release_master import IncrementalMaster
+
+    rng = np.random.default_rng(7)
+    n = 12
+    columns = [np.sort(rng.choice(n, size=int(rng.integers(1, 4)), replace=False))
+               for _ in range(60)]
+    columns += [np.array([i]) for i in range(n)]  # always feasible
+    members = np.full((len(columns), 3), -1)
+    for c, rows in enumerate(columns):
+        members[c, :len(rows)] = rows
+    cost = rng.random(len(columns)) * 3
+    exact = rng.random(n) < 0.7
+
+    def master(count: int) -> Master:
+        return Master(members[:count], cost[:count], np.zeros(count, np.int64), 0, exact,
+                      np.zeros(n), np.full(n, np.inf))
+
+    incremental = IncrementalMaster(master(n))  # a prefix, then grown twice
+    for count in (n, 40, len(columns)):
+        ours = incremental.relax(master(count), 10.0)
+        fresh = relax(master(count), 10.0)
+        if fresh is None:
+            assert ours is None
+            continue
+        assert ours is not None
+        assert ours.bound == pytest.approx(fresh.bound, abs=1e-7)
+        value = float(master(count).cost @ ours.x)
+        assert value == pytest.approx(float(master(count).cost @ fresh.x), abs=1e-7)

@@ -1,0 +1,69 @@
+"""The linear relaxation of the whole-release set-partitioning master, kept between column
+generation rounds.
+
+Column generation adds a few columns per round; rebuilding and re-solving the LP from
+scratch every round costs a second at 20,000 columns. This master is one GLOP model
+(``pywraplp``) that grows by columns, so every re-solve starts from the previous optimal
+basis (the new columns enter as nonbasic at 0; primal simplex continues from there).
+Its duals give the same :class:`~republish.models.whole_release_bound.Relaxation` as
+:func:`~republish.models.whole_release_bound.relax`: every bound derived from them is
+recomputed from the duals alone (weak duality), whatever the LP's accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from ortools.linear_solver import pywraplp
+
+from republish.models.whole_release_bound import Master, Relaxation, reduced_costs
+
+__all__ = ["IncrementalMaster"]
+
+
+class IncrementalMaster:
+    """``min cost·x`` over the columns added so far, ``Σ_{c∋i} x_c = 1`` (``<= 1`` where
+    not ``exact``), ``a_coef·x <= rhs``, ``0 <= x <= 1``."""
+
+    def __init__(self, master: Master) -> None:
+        solver = pywraplp.Solver.CreateSolver("GLOP")
+        if solver is None:  # pragma: no cover - GLOP ships with OR-Tools
+            raise RuntimeError("OR-Tools GLOP is not available")
+        self.solver = solver
+        self.covers = [solver.Constraint(1.0 if exact else -solver.infinity(), 1.0)
+                       for exact in master.exact.tolist()]
+        self.spent = solver.Constraint(-solver.infinity(), float(master.rhs))
+        self.objective = solver.Objective()
+        self.objective.SetMinimization()
+        self.x: list[pywraplp.Variable] = []
+        self.add(master, 0)
+
+    def add(self, master: Master, start: int) -> None:
+        """Add the columns ``start:`` of ``master`` (the columns before are present)."""
+        for c in range(start, len(master.cost)):
+            var = self.solver.NumVar(0.0, 1.0, "")
+            self.objective.SetCoefficient(var, float(master.cost[c]))
+            for row in master.members[c][master.members[c] >= 0].tolist():
+                self.covers[row].SetCoefficient(var, 1.0)
+            if master.a_coef[c]:
+                self.spent.SetCoefficient(var, float(master.a_coef[c]))
+            self.x.append(var)
+
+    def relax(self, master: Master, time_limit: float) -> Relaxation | None:
+        """Add the columns of ``master`` not yet present, re-solve from the last basis, and
+        return the relaxation of :func:`~republish.models.whole_release_bound.relax`."""
+        self.add(master, len(self.x))
+        self.solver.SetTimeLimit(max(int(time_limit * 1000), 10))
+        if self.solver.Solve() != pywraplp.Solver.OPTIMAL:
+            return None
+        y = np.array([c.dual_value() for c in self.covers], dtype=np.float64)
+        y = np.where(master.exact, y, np.minimum(y, 0.0))
+        y_a = min(float(self.spent.dual_value()), 0.0)
+        rc = reduced_costs(master.members, master.cost, master.a_coef, y, y_a)
+        bound = float(y.sum() + y_a * master.rhs + np.minimum(rc, 0.0).sum())
+        pi = y + y_a * master.row_a
+        missing = float(np.minimum(0.0, master.radius - pi).sum())
+        x = np.array([v.solution_value() for v in self.x], dtype=np.float64)
+        return Relaxation(y, y_a, pi, rc, x, bound, bound + missing if math.isfinite(
+            missing) else -math.inf)
