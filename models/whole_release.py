@@ -206,6 +206,11 @@ class WholeReleaseSolution:
 
 
 Hint = tuple[Sequence[Sequence[int] | np.ndarray], Sequence[int] | np.ndarray]
+#: Above this many rows (box extent) the set-partitioning model is not built: the release
+#: is improved by large-neighbourhood search, and the cycle-cover bound is computed only
+#: up to CYCLE_COVER_ROWS rows (above it, measured on Adult, it proves 0).
+WHOLE_MODEL_ROWS = 2_000
+CYCLE_COVER_ROWS = 5_000
 #: With the box extent the missing columns are priced exactly, so the start can be small:
 #: this many columns (a smaller LP, measured 10x faster at 200 rows and m = 3), plus each
 #: row's nearest columns up to this many rows.
@@ -369,6 +374,45 @@ def _answer(problem: WholeReleaseProblem, best: _Candidate | None, statuses: tup
         time.perf_counter() - started, columns, detail)
 
 
+def _by_neighbourhoods(problem: WholeReleaseProblem, incumbent: _Candidate,
+                       candidates: list[_Candidate], a_star: Fraction | None, bound_a: float,
+                       weight: Fraction, measure: Extent, started: float, time_limit: float,
+                       seed: int) -> WholeReleaseSolution:
+    """A release too large for the set-partitioning model: the best start improved by
+    large-neighbourhood search (:mod:`republish.models.whole_release_neighbourhoods`) for
+    the rest of the budget; (b) keeps the cycle-cover bound where it is cheap."""
+    from republish.models.whole_release_neighbourhoods import (
+        GROUPS_PER_NEIGHBOURHOOD,
+        improve_by_neighbourhoods,
+    )
+
+    bound_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
+    deadline = started + time_limit * (1 - bound_share)
+    search = improve_by_neighbourhoods(problem, incumbent.groups, deadline=deadline,
+                                       seed=seed)
+    groups = list(search.groups)
+    a, b = _objectives(problem, groups, len(incumbent.deferred), weight, measure)
+    if search.improved:
+        candidates.append(_Candidate(a, b, groups, incumbent.deferred, "model"))
+    best = min(candidates, key=lambda c: (c.a, c.b))
+    a_done = a_star is not None and best.a == a_star
+    status_a = "OPTIMAL" if a_done else "FEASIBLE" if best.source == "model" else "HEURISTIC"
+    status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
+    bound_b = 0.0
+    if bound_share and a_done:
+        bound_b = max(0.0, cycle_cover_bound(problem, measure, float(incumbent.a), weight,
+                                             deadline=started + time_limit))
+    detail = (f"large-neighbourhood search: {search.solved} neighbourhoods of "
+              f"{GROUPS_PER_NEIGHBOURHOOD} groups solved, {search.improved} improved; answer "
+              f"from the {best.source}")
+    answer = _answer(problem, best, (status_a, status_b), (bound_a, bound_b), started, 0,
+                     detail)
+    broken = release_problems(problem, answer.groups, answer.deferred)
+    if broken:
+        raise RuntimeError(f"large-neighbourhood search produced an invalid release: {broken}")
+    return answer
+
+
 def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, workers: int = 1,
                         seed: int = 0, hint: Hint | WholeReleaseSolution | None = None,
                         max_columns: int = 200_000, extent: Extent | None = None
@@ -403,12 +447,15 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         groups, late = _check_hint(problem, hint)
         candidates.append(_Candidate(*_objectives(problem, groups, len(late), weight, measure),
                                      groups, late, "hint"))
-    plan = optimal_counts(problem, time_limit=time_limit / 2, workers=workers, seed=seed)
+    if candidates and candidates[0].a == 0:  # (a) >= 0: the hint's (a) is proven optimal
+        plan = CountPlan("OPTIMAL", weight, 0, 0)
+    else:
+        plan = optimal_counts(problem, time_limit=time_limit / 2, workers=workers, seed=seed)
     bound_a = plan.bound / weight.denominator
     if plan.status == "INFEASIBLE":
         return _answer(problem, None, ("INFEASIBLE", "INFEASIBLE"), (math.inf, math.inf),
                        started, 0, "count model infeasible")
-    if plan.value is not None:
+    if plan.value is not None and plan.groups is not None:
         groups, late = realize_counts(problem, plan)
         candidates.append(_Candidate(*_objectives(problem, groups, len(late), weight, measure),
                                      groups, late, "count plan"))
@@ -418,6 +465,10 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     incumbent = min(candidates, key=lambda c: (c.a, c.b))
     a_star = Fraction(plan.value, weight.denominator) if plan.status == "OPTIMAL" and \
         plan.value is not None else None
+    if len(problem.values) > WHOLE_MODEL_ROWS and (extent is None or
+                                                   isinstance(extent, BoxExtent)):
+        return _by_neighbourhoods(problem, incumbent, candidates, a_star, bound_a, weight,
+                                  measure, started, time_limit, seed)
     fams = families(problem, counts, math.floor(incumbent.a))
     if time_limit - (time.perf_counter() - started) > 0.005:
         box_extent = extent is None or isinstance(extent, BoxExtent)

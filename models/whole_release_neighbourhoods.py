@@ -1,0 +1,125 @@
+"""Large-neighbourhood search for releases too large for the whole-release model.
+
+On a release of thousands of rows the set-partitioning model of
+:mod:`republish.models.whole_release` cannot even enumerate its columns. Its objective (b)
+is a sum over groups of ``|σ(G)|·extent(G)``, and a group's cost depends on its own rows
+only, so any handful of groups can be re-partitioned on their own: the rows of ``k``
+neighbouring groups (nearest centroids) form a small :class:`WholeReleaseProblem` with the
+same signatures, ``m`` and padding order, which the model solves exactly in a fraction of
+a second, started from those groups (so never worse). A better answer, lexicographically
+on (a) counterfeits then (b), replaces them. Every replacement keeps the release valid:
+old rows keep their bucket's signature, new rows take the signature of their new group
+(m-invariance paper, §4: the split of a bucket into groups is free within the bucket).
+
+This is a matheuristic (Pisinger & Ropke, *Large neighborhood search*, Handbook of
+Metaheuristics, 2010): it proves nothing about the whole release; the release keeps the
+bounds computed elsewhere.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from republish.errors import ParameterError
+from republish.models.whole_release import (
+    WholeReleaseProblem,
+    group_signature,
+    solve_whole_release,
+)
+from republish.models.whole_release_counts import BoxExtent
+
+__all__ = ["Neighbourhoods", "improve_by_neighbourhoods"]
+
+#: Groups re-partitioned together, and the time cap of one sub-problem (seconds).
+GROUPS_PER_NEIGHBOURHOOD = 6
+SUB_PROBLEM_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Neighbourhoods:
+    """The improved groups, how many neighbourhoods were solved and how many improved."""
+
+    groups: tuple[np.ndarray, ...]
+    solved: int
+    improved: int
+
+
+def _cost(problem: WholeReleaseProblem, measure: BoxExtent, rows: np.ndarray
+          ) -> tuple[int, float]:
+    sigma = group_signature(problem, rows)
+    return len(sigma) - len(rows), len(sigma) * measure(rows)
+
+
+def improve_by_neighbourhoods(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *,
+                              deadline: float, seed: int = 0,
+                              groups_per_neighbourhood: int = GROUPS_PER_NEIGHBOURHOOD
+                              ) -> Neighbourhoods:
+    """Improve the release ``groups`` of ``problem`` (deferred rows stay deferred) until
+    ``time.perf_counter()`` passes ``deadline``; the box extent of ``problem.points``."""
+    rng = np.random.default_rng(seed)
+    current = [np.sort(np.asarray(g, dtype=np.int64)) for g in groups]
+    if len(current) < 2:
+        return Neighbourhoods(tuple(current), 0, 0)
+    measure = BoxExtent(problem.points)
+    centroids = np.array([problem.points[g].mean(axis=0) for g in current])
+    costs = [_cost(problem, measure, g) for g in current]
+    solved = improved = 0
+    k = max(2, min(groups_per_neighbourhood, len(current)))
+    while time.perf_counter() < deadline:
+        seed_group = int(rng.integers(len(current)))
+        distance = np.abs(centroids - centroids[seed_group]).sum(axis=1)
+        chosen = np.argpartition(distance, k - 1)[:k]
+        rows = np.concatenate([current[c] for c in chosen.tolist()])
+        sub, local_groups = _sub_problem(problem, rows, [current[c] for c in chosen.tolist()])
+        left = deadline - time.perf_counter()
+        if left <= 0.01:
+            break
+        try:
+            answer = solve_whole_release(sub, time_limit=min(SUB_PROBLEM_SECONDS, left),
+                                         seed=int(rng.integers(2**31 - 1)),
+                                         hint=(local_groups, np.zeros(0, np.int64)))
+        except ParameterError:  # groups the model does not accept as a start: skip them
+            continue
+        solved += 1
+        if not answer.groups or len(answer.deferred):
+            continue
+        before = (sum(costs[c][0] for c in chosen.tolist()),
+                  sum(costs[c][1] for c in chosen.tolist()))
+        fresh = [np.sort(rows[g]) for g in answer.groups]
+        fresh_costs = [_cost(problem, measure, g) for g in fresh]
+        after = (sum(c[0] for c in fresh_costs), sum(c[1] for c in fresh_costs))
+        if after[0] > before[0] or (after[0] == before[0] and
+                                    after[1] >= before[1] - 1e-9 * max(1.0, before[1])):
+            continue
+        improved += 1
+        keep = np.setdiff1d(np.arange(len(current)), chosen)
+        current = [current[c] for c in keep.tolist()] + fresh
+        costs = [costs[c] for c in keep.tolist()] + fresh_costs
+        centroids = np.vstack([centroids[keep], [problem.points[g].mean(axis=0)
+                                                 for g in fresh]])
+        k = max(2, min(groups_per_neighbourhood, len(current)))
+    return Neighbourhoods(tuple(current), solved, improved)
+
+
+def _sub_problem(problem: WholeReleaseProblem, rows: np.ndarray,
+                 groups: Sequence[np.ndarray]) -> tuple[WholeReleaseProblem, list[np.ndarray]]:
+    """The rows' own problem: the buckets they hold, renumbered; no deferrals (the rows
+    are all published now, and stay so)."""
+    buckets = problem.bucket[rows]
+    present = np.unique(buckets[buckets >= 0])
+    local = np.full(len(rows), -1, dtype=np.int64)
+    local[buckets >= 0] = np.searchsorted(present, buckets[buckets >= 0])
+    position = {int(r): i for i, r in enumerate(rows.tolist())}
+    sub = WholeReleaseProblem(
+        points=problem.points[rows], values=problem.values[rows], bucket=local,
+        signatures=tuple(problem.signatures[b] for b in present.tolist()), m=problem.m,
+        domain_size=problem.domain_size, allow_deferrals=False,
+        deferral_weight=problem.deferral_weight,
+        counterfeits_in_new_groups=problem.counterfeits_in_new_groups,
+        padding_order=problem.padding_order)
+    return sub, [np.array([position[int(r)] for r in g.tolist()], dtype=np.int64)
+                 for g in groups]

@@ -1,0 +1,89 @@
+"""Large-neighbourhood search on releases too large for the whole-release model
+(models/whole_release_neighbourhoods.py): valid, never worse, and better than a poor start."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from republish.models import whole_release
+from republish.models.whole_release import (
+    WholeReleaseProblem,
+    group_signature,
+    release_problems,
+    solve_whole_release,
+)
+from republish.models.whole_release_neighbourhoods import improve_by_neighbourhoods
+
+
+def costs(problem: WholeReleaseProblem, groups: list[np.ndarray]) -> tuple[int, float]:
+    sigmas = [group_signature(problem, g) for g in groups]
+    points = problem.points
+    return (sum(len(s) - len(g) for s, g in zip(sigmas, groups, strict=True)),
+            sum(len(s) * float(np.ptp(points[g], axis=0).sum())
+                for s, g in zip(sigmas, groups, strict=True)))
+
+
+def scattered_release(problem: WholeReleaseProblem, seed: int) -> list[np.ndarray]:
+    """Old rows of each bucket in groups of one per value, new rows round robin by value:
+    valid, and far from optimal (rows are grouped in random order)."""
+    rng = np.random.default_rng(seed)
+    groups: list[np.ndarray] = []
+    for b in range(len(problem.signatures)):
+        rows = np.flatnonzero(problem.bucket == b)
+        per_value = [rng.permutation(rows[problem.values[rows] == v])
+                     for v in sorted(problem.signatures[b])]
+        groups += [np.array([p[j] for p in per_value]) for j in range(len(per_value[0]))]
+    new = np.flatnonzero(problem.bucket < 0)
+    per_value = [rng.permutation(new[problem.values[new] == v])
+                 for v in np.unique(problem.values[new]).tolist()]
+    count = min(len(p) for p in per_value)
+    groups += [np.array([p[j] for p in per_value]) for j in range(count)]
+    return groups
+
+
+def census_like(seed: int, m: int = 3) -> WholeReleaseProblem:
+    """Two buckets of old rows (complete groups) and new rows, three values each."""
+    rng = np.random.default_rng(seed)
+    values, bucket = [], []
+    for b in range(2):
+        for _ in range(8):
+            values += [3 * b, 3 * b + 1, 3 * b + 2]
+            bucket += [b] * 3
+    for _ in range(10):
+        values += [6, 7, 8]
+        bucket += [-1] * 3
+    n = len(values)
+    return WholeReleaseProblem(rng.random((n, 2)), np.array(values), np.array(bucket),
+                               (frozenset({0, 1, 2}), frozenset({3, 4, 5})), m, 9)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_search_keeps_the_release_valid_and_improves_a_poor_start(seed: int) -> None:
+    problem = census_like(seed)
+    start = scattered_release(problem, seed)
+    assert release_problems(problem, start, np.zeros(0, np.int64)) == []
+    found = improve_by_neighbourhoods(problem, start, deadline=time.perf_counter() + 1.0,
+                                      seed=seed)
+    groups = list(found.groups)
+    assert release_problems(problem, groups, np.zeros(0, np.int64)) == []
+    before, after = costs(problem, start), costs(problem, groups)
+    assert after[0] <= before[0]
+    assert after[1] < before[1]  # random groups of points in the unit square: improvable
+    assert found.solved > 0 and found.improved > 0
+
+
+def test_solve_whole_release_uses_the_search_above_its_size(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = census_like(5)
+    start = scattered_release(problem, 5)
+    monkeypatch.setattr(whole_release, "WHOLE_MODEL_ROWS", 20)
+    answer = solve_whole_release(problem, time_limit=1.5, hint=(start, []))
+    assert release_problems(problem, list(answer.groups), answer.deferred) == []
+    assert "large-neighbourhood search" in answer.detail
+    assert answer.status_a == "OPTIMAL" and answer.objective_a == 0
+    assert answer.status_b in ("FEASIBLE", "HEURISTIC")
+    assert answer.bound_b <= answer.objective_b
+    assert answer.objective_b < costs(problem, start)[1]
