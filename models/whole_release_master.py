@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from ortools.linear_solver import pywraplp
+from ortools.linear_solver import pywraplp  # type: ignore[attr-defined]
 
 from republish.models.whole_release_bound import Master, Relaxation, reduced_costs
 

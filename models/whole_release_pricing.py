@@ -111,9 +111,9 @@ def _best_of_anchor(problem: WholeReleaseProblem, sub: Family, a: int, near: np.
             return columns, cutoff  # every reduced cost > cutoff
         if columns is not None:
             rc = rc_of(columns)
-            keep = rc <= cutoff + TOLERANCE * max(1.0, abs(cutoff))
-            if keep.any():
-                return columns[keep], float(rc.min())
+            kept = rc <= cutoff + TOLERANCE * max(1.0, abs(cutoff))
+            if kept.any():
+                return columns[kept], float(rc.min())
             return columns[:0], cutoff
         cutoff, floor = (floor + cutoff) / 2, floor  # too many: search lower
     return np.zeros((0, sub.hi), dtype=np.int64), floor
