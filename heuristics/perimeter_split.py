@@ -15,8 +15,14 @@ which keeps the recursion shallow on rows with equal QIs.
 
 The implementation splits every bucket of one level of the recursion at once: per QI one
 sort of all rows by (part, value, QI rank), then segmented prefix/suffix minima and maxima
-(cumulative maxima over values offset per list), so the cost per level is
+(cumulative maxima over integer value codes offset per segment), so the cost per level is
 ``O(n·d²)`` numpy work whatever the number of buckets.
+
+The split of a bucket depends on its own rows only (and on the order of their QI ranks):
+box ends are exact integer codes of the QI values, never shifted floats, so a bucket
+split alone, with other buckets, or in another process gives the same groups. Pass
+``rank`` (the QI ranks of a larger table the rows came from) to break ties between equal
+QI values exactly as a split of that table does (:mod:`republish.solver.bucket_tasks`).
 """
 
 from __future__ import annotations
@@ -28,12 +34,7 @@ import pandas as pd
 
 from republish.errors import InputError
 
-__all__ = ["SplitResult", "split_bucket_min_perimeter", "split_buckets_min_perimeter"]
-
-#: Offset between consecutive segments in the segmented cumulative maxima and minima;
-#: normalized values lie in [0, 1], so any stride above 1 keeps segments apart.
-_STRIDE = 3.0
-
+__all__ = ["SplitResult", "qi_ranks", "split_bucket_min_perimeter", "split_buckets_min_perimeter"]
 
 @dataclass(frozen=True)
 class SplitResult:
@@ -44,26 +45,54 @@ class SplitResult:
     levels: int
 
 
-def _segmented_cummax(values: np.ndarray, list_id: np.ndarray) -> np.ndarray:
-    """Cumulative maximum along the last axis, restarting at every list; NaN is ignored.
+def _segmented_cummax(values: np.ndarray, segment: np.ndarray, width: int) -> np.ndarray:
+    """Cumulative maximum along the last axis, restarting at every segment.
 
-    Lists are contiguous with increasing ids; adding ``_STRIDE * id`` puts every list
-    above all earlier ones, so one plain cumulative maximum serves every list.
+    ``values`` are integer codes in ``[-1, width - 2]``; segments are contiguous with
+    increasing ids, and adding ``width * id`` puts every segment above all earlier ones,
+    so one plain cumulative maximum serves them all (exactly: integers).
     """
-    offset = _STRIDE * list_id
+    offset = segment * width
     shifted = values + offset
-    np.fmax.accumulate(shifted, axis=-1, out=shifted)
+    np.maximum.accumulate(shifted, axis=-1, out=shifted)
     shifted -= offset
     return shifted
 
 
-def _segmented_cummin(values: np.ndarray, list_id: np.ndarray) -> np.ndarray:
-    """Cumulative minimum along the last axis, restarting at every list; NaN is ignored."""
-    offset = _STRIDE * list_id
+def _segmented_cummin(values: np.ndarray, segment: np.ndarray, width: int) -> np.ndarray:
+    """Cumulative minimum along the last axis, restarting at every segment (codes in
+    ``[0, width - 2]``)."""
+    offset = segment * width
     shifted = values - offset
-    np.fmin.accumulate(shifted, axis=-1, out=shifted)
+    np.minimum.accumulate(shifted, axis=-1, out=shifted)
     shifted += offset
     return shifted
+
+
+def _value_codes(points: np.ndarray, counterfeit: np.ndarray, rank: np.ndarray) -> tuple[
+    np.ndarray, np.ndarray
+]:
+    """Every QI value as an integer code, increasing with the value, unique across QIs
+    (QI ``a``'s codes follow QI ``a - 1``'s), -1 for counterfeits; and the value of each
+    code, with NaN last (the code of "no value")."""
+    d, n = rank.shape
+    codes = np.empty((d, n), dtype=np.int64)
+    values = []
+    base = 0
+    for a in range(d):
+        order = np.empty(n, dtype=np.int64)
+        order[rank[a]] = np.arange(n)
+        ordered = points[order, a]
+        real = ~counterfeit[order]
+        fresh = np.r_[True, ordered[1:] != ordered[:-1]] & real
+        code = np.cumsum(fresh) - 1 + base
+        code[~real] = -1
+        codes[a, order] = code
+        values.append(ordered[fresh])
+        base += int(fresh.sum())
+    table = np.concatenate([*values, [np.nan]])
+    small = np.int32 if base < 2**31 - 2 else np.int64
+    return codes.astype(small), table
 
 
 def _check_inputs(
@@ -90,6 +119,7 @@ def split_buckets_min_perimeter(
     points: np.ndarray,
     values: np.ndarray,
     buckets: np.ndarray,
+    rank: np.ndarray | None = None,
 ) -> SplitResult:
     """Split every balanced bucket into groups of one row per signature value (§4.3).
 
@@ -102,6 +132,10 @@ def split_buckets_min_perimeter(
     buckets:
         Bucket label of every row. Every bucket must be balanced: each of its values held
         by the same number of rows.
+    rank:
+        Optional ``(d, n)`` QI ranks of the rows (distinct per QI, any integers; only their
+        order counts; counterfeits first): how rows with equal QI values are ordered.
+        Default: the ranks of these rows alone.
 
     Returns
     -------
@@ -119,13 +153,10 @@ def split_buckets_min_perimeter(
         return SplitResult(groups=np.zeros(0, dtype=np.int64), group_count=0, levels=0)
     counterfeit = np.isnan(points).any(axis=1)
     points = np.where(counterfeit[:, None], np.nan, points)
-    # QI-major, so the per-chunk reductions run over contiguous memory. Counterfeits are
-    # NaN, which fmax/fmin ignore: they span no interval.
-    sources = np.ascontiguousarray(points.T)
-    rank = np.empty((d, n), dtype=np.int64)
-    for a in range(d):
-        key = np.where(counterfeit, -np.inf, points[:, a])
-        rank[a, np.argsort(key)] = np.arange(n)
+    rank = qi_ranks(points) if rank is None else _local_ranks(rank, n)
+    # QI-major codes, so the per-chunk reductions run over contiguous memory.
+    # Counterfeits are -1: they span no interval.
+    sources, code_values = _value_codes(points, counterfeit, rank)
     value_count = int(value_codes.max()) + 1
 
     # Per bucket: s values, k rows each.
@@ -161,7 +192,7 @@ def split_buckets_min_perimeter(
         if len(seg_s) == 0:
             break
         levels += 1
-        chosen_dim, chosen_p, p = _best_cuts(orders, seg_s, seg_k, sources)
+        chosen_dim, chosen_p, p = _best_cuts(orders, seg_s, seg_k, sources, code_values)
         seg_size = seg_s * seg_k
         left = np.zeros(n, dtype=bool)
         at_left = p <= np.repeat(chosen_p, seg_size)
@@ -205,6 +236,7 @@ def _best_cuts(
     seg_s: np.ndarray,
     seg_k: np.ndarray,
     sources: np.ndarray,
+    code_values: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cheapest scheme (QI, rows per list in the first half) of every segment.
 
@@ -234,8 +266,10 @@ def _best_cuts(
     chunk_seg = np.repeat(np.arange(segments), k)
     chunk_p = np.arange(total_chunks) - chunk_start[chunk_seg]
     chunk_first = seg_start[chunk_seg] + chunk_p * s[chunk_seg]
-    segment_id = chunk_seg.astype(np.float64)
+    segment_id = chunk_seg.astype(np.int64)
     reverse_id = segment_id[-1] - segment_id[::-1]
+    width = len(code_values) + 1
+    no_value = len(code_values) - 1
     # Cut after list position p: first half = chunks 0..p, second half = p+1..k-1.
     cut_index = np.flatnonzero(chunk_p < k[chunk_seg] - 1)
     cut_seg = chunk_seg[cut_index]
@@ -246,12 +280,15 @@ def _best_cuts(
         items = order[by_slot]
         # Chunk boxes per QI; then prefix (first half) and suffix (second half) boxes.
         taken = np.take(sources, items, axis=1)
-        high = np.fmax.reduceat(taken, chunk_first, axis=1)
-        low = np.fmin.reduceat(taken, chunk_first, axis=1)
-        first = _lengths(_segmented_cummax(high, segment_id), _segmented_cummin(low, segment_id))
+        high = np.maximum.reduceat(taken, chunk_first, axis=1).astype(np.int64)
+        taken[taken < 0] = no_value
+        low = np.minimum.reduceat(taken, chunk_first, axis=1).astype(np.int64)
+        first = _lengths(code_values, _segmented_cummax(high, segment_id, width),
+                         _segmented_cummin(low, segment_id, width))
         second = _lengths(
-            _segmented_cummax(high[:, ::-1], reverse_id)[:, ::-1],
-            _segmented_cummin(low[:, ::-1], reverse_id)[:, ::-1],
+            code_values,
+            _segmented_cummax(high[:, ::-1], reverse_id, width)[:, ::-1],
+            _segmented_cummin(low[:, ::-1], reverse_id, width)[:, ::-1],
         )
         cost = s[cut_seg] * (
             (cut_p + 1) * first[cut_index] + (k[cut_seg] - cut_p - 1) * second[cut_index + 1]
@@ -272,9 +309,39 @@ def _best_cuts(
     return chosen_dim, chosen_p, p
 
 
-def _lengths(high: np.ndarray, low: np.ndarray) -> np.ndarray:
-    """Sum over QIs of box lengths; a box of counterfeits only (NaN) has length 0."""
-    return np.fmax(high - low, 0.0).sum(axis=0)
+def _lengths(code_values: np.ndarray, high: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """Sum over QIs of box lengths (box ends as codes); a box of counterfeits only (codes
+    -1 and "no value", both NaN) has length 0."""
+    return np.fmax(code_values[high] - code_values[low], 0.0).sum(axis=0)
+
+
+def qi_ranks(points: np.ndarray) -> np.ndarray:
+    """``(d, n)`` rank of every row per QI, counterfeits (rows with a NaN) first: the order
+    :func:`split_buckets_min_perimeter` uses for rows with equal values."""
+    points = np.asarray(points, dtype=np.float64)
+    counterfeit = np.isnan(points).any(axis=1)
+    n, d = points.shape
+    rank = np.empty((d, n), dtype=np.int64)
+    for a in range(d):
+        key = np.where(counterfeit, -np.inf, points[:, a])
+        rank[a, np.argsort(key)] = np.arange(n)
+    return rank
+
+
+def _local_ranks(rank: np.ndarray, n: int) -> np.ndarray:
+    """Given ranks (distinct per QI, any integers) as ranks ``0..n-1`` in the same order."""
+    rank = np.asarray(rank)
+    if rank.ndim != 2 or rank.shape[1] != n:
+        raise InputError(f"rank must be a (d, {n}) array, got shape {rank.shape}.")
+    local = np.empty(rank.shape, dtype=np.int64)
+    for a in range(rank.shape[0]):
+        row = rank[a]
+        if n and row.dtype.kind in "iu" and row.min() >= 0 and row.max() < n and (
+                np.bincount(row, minlength=n) == 1).all():
+            local[a] = row  # already ranks 0..n-1
+        else:
+            local[a, np.argsort(row, kind="stable")] = np.arange(n)
+    return local
 
 
 def _stable_partition(

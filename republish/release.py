@@ -13,6 +13,7 @@ import io
 import os
 import re
 import secrets
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +98,28 @@ class Release:
         return int(self.published[GROUP].nunique())
 
 
+def _renumber(groups: Sequence[Any] | np.ndarray, rng: np.random.Generator) -> tuple[
+    dict[Any, int], np.ndarray
+]:
+    """Group labels renumbered 1..G at random: the label first seen ``i``-th gets
+    ``rng.permutation(G)[i] + 1``. Returns the mapping and the new label of every row
+    (integer labels vectorized, others through a dict; the same numbers either way)."""
+    array = np.asarray(groups)
+    if array.dtype.kind in "iu":
+        distinct, first, inverse = np.unique(array, return_index=True, return_inverse=True)
+        appearance = np.empty(len(distinct), dtype=np.int64)
+        appearance[np.argsort(first, kind="stable")] = np.arange(len(distinct))
+        permuted = rng.permutation(len(distinct))
+        number_of = permuted[appearance] + 1
+        mapping = dict(zip(distinct.tolist(), number_of.tolist(), strict=True))
+        return mapping, number_of[inverse.reshape(-1)].astype(np.int64)
+    values = np.asarray(groups, dtype=object).tolist()
+    labels = list(dict.fromkeys(values))
+    permuted = rng.permutation(len(labels))
+    renumber = {label: int(permuted[i]) + 1 for i, label in enumerate(labels)}
+    return renumber, np.array([renumber[g] for g in values], dtype=np.int64)
+
+
 def build_release(
     number: int,
     table: pd.DataFrame,
@@ -119,19 +142,15 @@ def build_release(
     """
     rng = rng if rng is not None else np.random.default_rng()
     counterfeit_values = dict(counterfeit_values or {})
-    group_array = np.asarray(groups, dtype=object)
-    if len(group_array) != len(table):
-        raise InputError(f"{len(group_array)} group labels for {len(table)} rows.")
-    unknown = set(counterfeit_values) - set(group_array.tolist())
+    if len(groups) != len(table):
+        raise InputError(f"{len(groups)} group labels for {len(table)} rows.")
+    renumber, new_groups = _renumber(groups, rng)
+    unknown = set(counterfeit_values) - set(renumber)
     if unknown:
         raise InputError(
             f"counterfeits placed in group(s) {sorted(map(str, unknown))[:5]} that hold no real "
             "row; every published group needs at least one real row."
         )
-    labels = list(dict.fromkeys(group_array.tolist()))
-    permuted = rng.permutation(len(labels))
-    renumber = {label: int(permuted[i]) + 1 for i, label in enumerate(labels)}
-    new_groups = np.array([renumber[g] for g in group_array.tolist()], dtype=np.int64)
 
     boxes = group_boxes(encode_qis(table, schema), new_groups)
     rendered = render_boxes(schema, boxes, model).set_index(GROUP)
@@ -232,13 +251,33 @@ def restore(frame: pd.DataFrame) -> pd.DataFrame:
     return _map_text(frame, restore_cell)
 
 
+#: The Parquet bytes of the last few frames serialized (by identity, while they live):
+#: a release's published rows are serialized once for its files and its store blob.
+#: Release frames are never changed in place once built.
+_PARQUET: dict[int, tuple[weakref.ref[pd.DataFrame], bytes]] = {}
+
+
+def parquet_bytes(frame: pd.DataFrame) -> bytes:
+    """``frame.to_parquet(index=False)`` as bytes; the same frame object is serialized once."""
+    hit = _PARQUET.get(id(frame))
+    if hit is not None and hit[0]() is frame:
+        return hit[1]
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    data = buffer.getvalue()
+    for key in [k for k, (ref, _) in _PARQUET.items() if ref() is None]:
+        del _PARQUET[key]
+    while len(_PARQUET) >= 4:
+        del _PARQUET[next(iter(_PARQUET))]
+    _PARQUET[id(frame)] = (weakref.ref(frame), data)
+    return data
+
+
 def _canonical(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` as the store keeps it (a Parquet round trip): the published files are
     rendered from this form, so that a release rendered now and the same release read back
     from the store give the same bytes."""
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    return pd.read_parquet(io.BytesIO(buffer.getvalue()))
+    return pd.read_parquet(io.BytesIO(parquet_bytes(frame)))
 
 
 def frame_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
@@ -268,7 +307,9 @@ def render_release(
     """The published files of ``release`` by name (``T*(n)``, then ``R(n)`` or ``S(n)``),
     as exact bytes: the same release always renders to the same bytes, whether it was
     just computed or read back from a store (``republish export``)."""
-    published = _canonical(release.published[release.schema.published_columns])
+    columns = release.schema.published_columns
+    frame = release.published
+    published = _canonical(frame if list(frame.columns) == list(columns) else frame[columns])
     counts = _canonical(release.counterfeits[[GROUP, COUNT]])
     names = release_file_names(release.number, fmt, counts_name)
     return {names[0]: frame_bytes(published, fmt), names[1]: frame_bytes(counts, fmt)}

@@ -33,6 +33,23 @@ LAST_RELEASE = "last_release"
 SIGNATURE = "signature"
 
 
+class SignatureColumn(Sequence[frozenset[str]]):
+    """The signatures of many rows as codes into a small table (``table[codes[i]]`` is row
+    ``i``'s): what :meth:`PublisherState.advance` takes without a Python loop per row."""
+
+    def __init__(self, codes: np.ndarray, table: Sequence[frozenset[str]]) -> None:
+        self.codes = np.asarray(codes, dtype=np.int64)
+        self.table = tuple(table)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self.table[c] for c in self.codes[index].tolist()]
+        return self.table[int(self.codes[index])]
+
+
 def _empty_rows(schema: Schema) -> pd.DataFrame:
     columns: dict[str, pd.Series] = {}
     for qi in schema.qis:
@@ -152,15 +169,24 @@ class PublisherState:
         if row_signatures is None:
             by_group = group_signatures(release)
             row_signatures = [by_group[g] for g in assignment[GROUP].tolist()]
-        distinct = list(dict.fromkeys(row_signatures))
-        table, codes = self.signature_codes(distinct)
-        code_of = dict(zip(distinct, codes, strict=True))
         fresh = assignment[[*schema.qi_names, schema.sensitive]].copy()
         fresh.index = pd.Index(assignment[schema.identifier].astype(str), name=schema.identifier)
         fresh[LAST_RELEASE] = np.int64(release.number)
-        fresh[SIGNATURE] = np.fromiter(
-            (code_of[s] for s in row_signatures), dtype=np.int64, count=len(row_signatures)
-        )
+        if isinstance(row_signatures, SignatureColumn):
+            distinct_codes, first = np.unique(row_signatures.codes, return_index=True)
+            used = distinct_codes[np.argsort(first, kind="stable")]  # first appearance
+            table, codes = self.signature_codes(
+                [row_signatures.table[c] for c in used.tolist()])
+            recode = np.zeros(len(row_signatures.table), dtype=np.int64)
+            recode[used] = codes
+            fresh[SIGNATURE] = recode[row_signatures.codes]
+        else:
+            distinct = list(dict.fromkeys(row_signatures))
+            table, codes = self.signature_codes(distinct)
+            code_of = dict(zip(distinct, codes, strict=True))
+            fresh[SIGNATURE] = np.fromiter(
+                (code_of[s] for s in row_signatures), dtype=np.int64,
+                count=len(row_signatures))
         if positions is None:
             positions = self.positions(fresh.index)
         replaced = np.zeros(len(self.rows), dtype=bool)
@@ -239,16 +265,31 @@ def check_unchanged(
 
 
 def group_signatures(release: Release) -> dict[Any, frozenset[str]]:
-    """Signature of every published group (counterfeits included), computed with numpy."""
+    """Signature of every published group (counterfeits included), computed with numpy:
+    each group's values as a bit mask, one frozenset per distinct mask (groups with the
+    same signature share it)."""
     published = release.published
     group_codes, group_labels = pd.factorize(published[GROUP])
     value_codes, value_labels = pd.factorize(published[release.schema.sensitive].astype(str))
     width = max(len(value_labels), 1)
     pairs = np.unique(group_codes.astype(np.int64) * width + value_codes)
-    owners = pairs // width
+    if not len(pairs):
+        return {}
+    owners, values = pairs // width, pairs % width
     starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+    words = (width + 63) // 64
+    bits = np.zeros((len(pairs), words), dtype=np.uint64)
+    bits[np.arange(len(pairs)), values // 64] = np.left_shift(
+        np.uint64(1), (values % 64).astype(np.uint64))
+    # A group's values are distinct, so the sum of their bits is their union.
+    masks = np.add.reduceat(bits, starts, axis=0)
+    distinct, inverse = np.unique(masks, axis=0, return_inverse=True)
     labels = np.asarray(value_labels, dtype=object)
-    signatures: dict[Any, frozenset[str]] = {}
-    for first, chunk in zip(starts.tolist(), np.split(pairs % width, starts[1:]), strict=True):
-        signatures[group_labels[owners[first]]] = frozenset(labels[chunk].tolist())
-    return signatures
+    shifts = np.arange(64, dtype=np.uint64)
+    sets = []
+    for mask in distinct:
+        present = ((mask[:, None] >> shifts) & np.uint64(1)).astype(bool).reshape(-1)
+        sets.append(frozenset(labels[np.flatnonzero(present[:width])].tolist()))
+    owner_labels = group_labels[owners[starts]]
+    return dict(zip(owner_labels.tolist(), [sets[i] for i in inverse.reshape(-1).tolist()],
+                    strict=True))

@@ -46,11 +46,14 @@ from republish.principles.catalog import Principle, PrincipleOptions, principle
 from republish.release import Release
 from republish.schema import Schema
 from republish.state import PublisherState
+from republish.state_columns import STATE_COLUMNS_TABLE, read_state_rows
 from republish.store_writing import (
     BLOBS,
     FILES_TABLE,
     HEADER,
     HISTORY_FIELDS,
+    STORE_FORMAT,
+    STORE_FORMATS,
     PublishedFile,
     StepOutcome,
     StoreWriting,
@@ -61,8 +64,8 @@ __all__ = ["HISTORY_FIELDS", "PublishedFile", "ReleaseStore", "StepOutcome"]
 
 
 
-FORMAT = "republish-store/1"
-_TABLES = """
+FORMAT = STORE_FORMAT
+_TABLES = STATE_COLUMNS_TABLE + """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE releases (
     number INTEGER PRIMARY KEY, created TEXT NOT NULL, wall_time_s REAL,
@@ -95,7 +98,7 @@ class ReleaseStore(StoreWriting):
         if "meta" not in tables:
             raise StoreError(f"{path}: not a republish store (it has no 'meta' table).")
         meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("format") != FORMAT:
+        if meta.get("format") not in STORE_FORMATS:
             raise StoreError(f"{path}: not a republish store (format {meta.get('format')!r}).")
         lost = sorted({"releases", "state"} - tables)
         if lost:
@@ -112,6 +115,8 @@ class ReleaseStore(StoreWriting):
         self.definition: Principle = principle(self.principle)
         self._principle_options: PrincipleOptions | None = None
         self.revision = int(meta["revision"])
+        #: ``republish-store/1`` (whole state in one blob) moves to 2 at the next release.
+        self.format = str(meta["format"])
         #: ``text`` or ``integer`` (:mod:`republish.identifiers`); ``None`` until ``init``
         #: or the first release fixes it.
         self.identifier_kind: IdentifierKind | None = (
@@ -251,7 +256,7 @@ class ReleaseStore(StoreWriting):
             state = PublisherState.empty(self.schema, self.m, self.identifier_kind)
         else:
             last, blob, signatures, deferred = row
-            rows = _from_parquet(blob).set_index(self.schema.identifier)
+            rows = self._state_rows(int(last), blob)
             if self.identifier_kind is None:
                 # Stores written before identifier kinds: the ids published so far tell.
                 self.identifier_kind = infer_identifier_kind(
@@ -264,6 +269,20 @@ class ReleaseStore(StoreWriting):
             )
         self._state, self._state_revision = state, self.revision
         return state
+
+    def _state_rows(self, last: int, blob: bytes) -> pd.DataFrame:
+        """The state's rows: format 1 keeps them in ``blob``; format 2 in ``state_columns``
+        and the last release's assignment (:mod:`republish.state_columns`)."""
+        if self.format == "republish-store/1":
+            return _from_parquet(blob).set_index(self.schema.identifier)
+        found = self._connection.execute(
+            "SELECT assignment FROM releases WHERE number = ?", (last,)).fetchone()
+        try:
+            return read_state_rows(self._connection, self.schema, last,
+                                   None if found is None else found[0])
+        except (KeyError, sqlite3.Error) as exc:
+            raise StoreError(f"{self.path}: the store is damaged: the private state cannot be "
+                             f"read ({exc}). Restore it from a backup.") from exc
 
     def history(self) -> list[dict[str, Any]]:
         """The statistics of every release (the ``history --json`` objects)."""

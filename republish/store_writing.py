@@ -15,7 +15,6 @@ Two ways in:
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,9 +32,10 @@ from republish.errors import StoreError
 from republish.identifiers import IdentifierKind
 from republish.principles.catalog import Principle, PrincipleOptions
 from republish.principles.report import VerificationReport
-from republish.release import GROUP, Release
+from republish.release import GROUP, Release, parquet_bytes
 from republish.schema import Schema
 from republish.state import PublisherState, changed_rows, group_signatures
+from republish.state_columns import state_blobs, write_state_columns
 
 __all__ = ["FILES_TABLE", "HISTORY_FIELDS", "PublishedFile", "StepOutcome", "StoreWriting"]
 
@@ -48,6 +48,10 @@ HISTORY_FIELDS = (
 HEADER = ("model", "parameters", "certificate", "stats", "metadata", "deferred")
 BLOBS = ("published", "counterfeits", "assignment", "signatures")
 
+
+#: The store format written (format 1, the whole state in one blob, is still read).
+STORE_FORMAT = "republish-store/2"
+STORE_FORMATS = ("republish-store/1", STORE_FORMAT)
 
 #: The published files of every release (added to older stores at their next write).
 FILES_TABLE = """
@@ -80,9 +84,7 @@ class PublishedFile:
 
 
 def to_parquet(frame: pd.DataFrame) -> bytes:
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    return buffer.getvalue()
+    return parquet_bytes(frame)
 
 
 def checksum(header: Mapping[str, Any], blobs: Mapping[str, bytes]) -> str:
@@ -93,6 +95,12 @@ def checksum(header: Mapping[str, Any], blobs: Mapping[str, bytes]) -> str:
         hasher.update(f"{name}\x00{len(blobs[name])}\x00".encode())
         hasher.update(blobs[name])
     return hasher.hexdigest()
+
+
+def _signature_texts(signatures: list[frozenset[str]]) -> list[str]:
+    """``json.dumps(sorted(s))`` of every signature, once per distinct signature."""
+    texts: dict[frozenset[str], str] = {}
+    return [texts.get(s) or texts.setdefault(s, json.dumps(sorted(s))) for s in signatures]
 
 
 def dumps(value: Any) -> str:
@@ -130,6 +138,7 @@ class StoreWriting:
     schema: Schema
     m: int
     revision: int
+    format: str
     definition: Principle
     identifier_kind: IdentifierKind | None
     _state: PublisherState | None
@@ -317,14 +326,14 @@ class StoreWriting:
             "assignment": to_parquet(release.assignment),
             "signatures": to_parquet(pd.DataFrame({
                 GROUP: np.asarray(list(signatures), dtype=np.int64),
-                "signature": [json.dumps(sorted(s)) for s in signatures.values()],
+                "signature": _signature_texts(list(signatures.values())),
             })),
         }
         with self._transaction() as connection:
             if self.current_revision() != self.revision:
                 raise StoreError(f"{self.path} was modified by another process; recompute.")
             self._write_release(connection, release.number, summary, header, blobs)
-            self._write_state(connection, next_state)
+            self._write_state(connection, next_state, release)
             if files:
                 connection.execute(FILES_TABLE)
                 connection.executemany(
@@ -341,6 +350,7 @@ class StoreWriting:
                 "UPDATE meta SET value = ? WHERE key = 'revision'", (str(self.revision + 1),)
             )
         self.revision += 1
+        self.format = STORE_FORMAT
         self.identifier_kind = next_state.identifier_kind
         self._state, self._state_revision = next_state, self.revision
 
@@ -360,13 +370,18 @@ class StoreWriting:
             values,
         )
 
-    def _write_state(self, connection: sqlite3.Connection, state: PublisherState) -> None:
-        rows = state.rows.reset_index()
+    def _write_state(self, connection: sqlite3.Connection, state: PublisherState,
+                     release: Release | None = None) -> None:
+        """The state in format 2 (:mod:`republish.state_columns`): its rows as columnar
+        blobs that reuse ``release``'s assignment; a format-1 store moves to format 2 here,
+        inside the release's transaction."""
+        write_state_columns(connection, state_blobs(state.rows, release, self.schema))
         connection.execute(
             "INSERT OR REPLACE INTO state VALUES (1, ?, ?, ?, ?)",
-            (state.last_release, to_parquet(rows),
+            (state.last_release, b"",
              json.dumps([sorted(s) for s in state.signatures]), json.dumps(list(state.deferred))),
         )
+        connection.execute("UPDATE meta SET value = ? WHERE key = 'format'", (STORE_FORMAT,))
 
     # -- published files ------------------------------------------------------------------
 

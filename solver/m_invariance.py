@@ -24,6 +24,8 @@ it (``republish.models``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -33,12 +35,14 @@ from republish.generalization import Domain, group_boxes, perimeters
 from republish.heuristics.assign import assign_new_rows
 from republish.heuristics.balancing import balance_buckets
 from republish.heuristics.division import divide_by_signature
+from republish.heuristics.perimeter_split import SplitResult
 from republish.objectives import CostName, ReleaseCost
 from republish.parameters import Eligibility
 from republish.principles.catalog.m_invariance import MInvarianceOptions
 from republish.problems.eligibility import EligibilitySolution, solution_from_targets
 from republish.release import build_release
 from republish.schema import Schema
+from republish.solver.bucket_tasks import canonical_groups, split_in_tasks
 from republish.solver.eligibility import make_eligible
 from republish.solver.frequent_counterfeits import prefer_frequent_solution
 from republish.solver.m_invariance_exact import decide_counts, defer_rows, exact_splitter
@@ -61,7 +65,7 @@ from republish.solver.m_invariance_whole import (
 from republish.solver.options import Mode, SolveOptions
 from republish.solver.phase_timer import Progress
 from republish.solver.release_step import Built, StepContext, StepResult, run_release_step
-from republish.state import SIGNATURE, PublisherState
+from republish.state import SIGNATURE, PublisherState, SignatureColumn
 from republish.tables import encode_qis
 
 __all__ = ["StepResult", "build_m_invariant", "publish_m_invariant"]
@@ -136,6 +140,7 @@ def publish_m_invariant(
     workers: int = 1,
     new_population: bool = False,
     cost: CostName = "perimeter",
+    scheduler: str | None = None,
 ) -> StepResult:
     """Compute, verify and return release ``n`` of an m-invariant sequence.
 
@@ -149,7 +154,10 @@ def publish_m_invariant(
     within one ``time_limit`` budget for the step, then the whole-release model
     (:mod:`republish.solver.m_invariance_whole`) improves and certifies the release for
     the lexicographic objective of :mod:`republish.objectives` (``cost``: ``perimeter``
-    or ``ncp`` as objective (b)). The other parameters are those of
+    or ``ncp`` as objective (b)). ``scheduler`` runs the heuristic split of the buckets as
+    tasks (``local``, ``processes`` or a Dask address ``tcp://HOST:PORT``;
+    :mod:`republish.solver.bucket_tasks`), with the same result. The other parameters are
+    those of
     :func:`republish.solver.release_step.run_release_step`.
 
     Raises
@@ -160,7 +168,8 @@ def publish_m_invariant(
     """
     return run_release_step(
         PRINCIPLE, build_m_invariant, table, schema, MInvarianceOptions(m), previous,
-        solve=SolveOptions(mode, time_limit, workers, cost=cost), eligibility=eligibility,
+        solve=SolveOptions(mode, time_limit, workers, cost=cost, scheduler=scheduler),
+        eligibility=eligibility,
         rng=rng,
         number=number, progress=progress, validated=validated, new_population=new_population,
     )
@@ -227,9 +236,17 @@ def build_m_invariant(context: StepContext) -> Built:
     split_certificates: list[Certificate] = []
     splitter = None if decided is None else exact_splitter(
         solve.mode, context.deadline.end, solve.workers, split_certificates)
+    if splitter is None and solve.scheduler is not None:
+        scheduler, tasks = solve.scheduler, solve.split_tasks
+
+        def splitter(points: np.ndarray, values: np.ndarray, buckets: np.ndarray) -> SplitResult:
+            return split_in_tasks(points, values, buckets, scheduler=scheduler, tasks=tasks)
+
     item_rows, item_values, item_buckets, item_groups, levels = form_groups(
         work, normalized, splitter
     )
+    # Labels in order of first appearance: the same wherever the buckets were split.
+    item_groups = canonical_groups(item_groups)
 
     timer.phase("objective")
     real = item_rows >= 0
@@ -295,7 +312,7 @@ def build_m_invariant(context: StepContext) -> Built:
                               for g, values in enumerate(chosen.counterfeits) if values}
         deferred_rows = np.sort(chosen.deferred)
         signature_of = [frozenset(domain[v] for v in sig) for sig in chosen.signatures]
-        row_signatures = [signature_of[g] for g in groups.tolist()]
+        row_signatures: Sequence[frozenset[str]] = [signature_of[g] for g in groups.tolist()]
         objective_a, objective_b = chosen.objective_a, chosen.objective_b
     else:
         published_rows, groups = item_rows[real], item_groups[real]
@@ -303,7 +320,7 @@ def build_m_invariant(context: StepContext) -> Built:
         for group, value in zip(item_groups[~real].tolist(), item_values[~real].tolist(),
                                 strict=True):
             counterfeit_values.setdefault(group, []).append(domain[value])
-        row_signatures = [work.signatures[b] for b in item_buckets[real].tolist()]
+        row_signatures = SignatureColumn(item_buckets[real], work.signatures)
         objective_a, objective_b = pipeline_a, pipeline_b
     release = build_release(
         context.number, table.iloc[published_rows].reset_index(drop=True), groups, schema,

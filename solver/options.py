@@ -57,6 +57,13 @@ class SolveOptions:
     seed: int | None = None
     #: Objective (b) of :mod:`republish.objectives` (m-invariance: ``perimeter`` or ``ncp``).
     cost: CostName = "perimeter"
+    #: Where the heuristic §4.3 split of an m-invariant release's buckets runs: ``None``
+    #: (one call in this process), ``local`` (tasks in this process), ``processes`` (tasks
+    #: on local worker processes) or a Dask address ``tcp://HOST:PORT``; the release is
+    #: the same wherever it runs (:mod:`republish.solver.bucket_tasks`).
+    scheduler: str | None = None
+    #: Tasks the buckets are cut into when ``scheduler`` is set (0: automatic).
+    split_tasks: int = 0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -76,6 +83,15 @@ class SolveOptions:
                                       or not isinstance(self.seed, int)
                                       or not 0 <= self.seed < 2**31):
             raise ParameterError(f"seed must be an integer in [0, 2^31), got {self.seed!r}.")
+        if self.scheduler is not None and (not isinstance(self.scheduler, str) or not (
+                self.scheduler in ("local", "processes") or "://" in self.scheduler)):
+            raise ParameterError(
+                f"scheduler (--scheduler) must be 'local', 'processes' or a Dask scheduler "
+                f"address such as tcp://HOST:PORT, got {self.scheduler!r}.")
+        if isinstance(self.split_tasks, bool) or not isinstance(self.split_tasks, int) \
+                or not 0 <= self.split_tasks <= 1_000_000:
+            raise ParameterError(
+                f"split_tasks must be an integer >= 0 (0: automatic), got {self.split_tasks!r}.")
         object.__setattr__(self, "cost", validate_cost(self.cost))
         object.__setattr__(self, "mode", cast(Mode, self.mode))
         object.__setattr__(self, "time_limit", float(limit))
