@@ -33,7 +33,7 @@ def load_benchmark():  # type: ignore[no-untyped-def]
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 def test_ten_kills_leave_a_consistent_store_and_recoverable_files(tmp_path: Path) -> None:
     crash = load_benchmark()
-    trials, _ = crash.run_trials(10, tmp_path, rows=120, seed=18, parallel=2, delay=0.06,
+    trials, _ = crash.run_trials(10, tmp_path, rows=120, seed=18, parallel=2, delay=0.15,
                                  budget=1.6)
     failures = [f"trial {t.index} ({t.target}, after {t.reached}): {t.problems}"
                 for t in trials if not t.ok]

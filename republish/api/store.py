@@ -255,6 +255,7 @@ class Store:
         new_population: bool = False,
         warn_share: float = defaults.WARN_SHARE,
         progress: Say | None = None,
+        scheduler: str | None = None,
     ) -> Release:
         """Compute, verify and record the next release of ``table`` (a DataFrame, or a CSV
         or Parquet path read with the schema's delimiter), as ``republish release`` does.
@@ -264,7 +265,9 @@ class Store:
         ``None`` (default, as in the CLI) draws fresh entropy, so the group numbers and row
         order of the published file are unpredictable; give one only for reproducible
         tests. A :class:`ReleaseWarning` is issued (and listed in ``Release.warnings``)
-        when deferrals or counterfeits exceed ``warn_share`` of the rows.
+        when deferrals or counterfeits exceed ``warn_share`` of the rows. ``scheduler``
+        (``solver="heuristic"``): split the buckets as tasks (``"processes"`` or a Dask
+        address ``"tcp://HOST:PORT"``); the release is the same.
         """
         warn_share = validate_share(warn_share)
         opened = self._store
@@ -274,7 +277,8 @@ class Store:
             valid = validate_table(frame, opened.schema, opened.identifier_kind)
         except InputError as exc:
             raise InputError(f"the table does not match the store's schema: {exc}") from exc
-        solve = SolveOptions(solver, time_limit, cost=cost)  # type: ignore[arg-type]
+        solve = SolveOptions(solver, time_limit, cost=cost,  # type: ignore[arg-type]
+                             scheduler=scheduler)
         folder = None if output is None else Path(output)
         result = publish_next(opened, valid, solve=solve, eligibility=eligibility,
                               rng=np.random.default_rng(seed), output=folder, fmt=fmt,

@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from republish.errors import InputError
-from republish.release import Release, render_release, sha256
-from republish.state import LAST_RELEASE, SIGNATURE, PublisherState
+from republish.release import render_release, sha256
 from republish.store import ReleaseStore
 
-__all__ = ["VerifyReport", "file_problems", "state_problems", "verify_store"]
+__all__ = ["VerifyReport", "file_problems", "verify_store"]
 
 
 @dataclass(frozen=True)
@@ -32,59 +31,37 @@ class VerifyReport:
                 "violations": [{"group": None, "reason": p} for p in self.violations]}
 
 
-def state_problems(stored: PublisherState, replayed: PublisherState) -> list[str]:
-    """Differences between the stored private state and the one replayed from releases."""
-    problems = []
-    if set(stored.rows.index) != set(replayed.rows.index):
-        missing = sorted(set(replayed.rows.index) - set(stored.rows.index))[:5]
-        extra = sorted(set(stored.rows.index) - set(replayed.rows.index))[:5]
-        problems.append(f"private state: identifiers missing {missing} / unexpected {extra}")
-        return problems
-    a = stored.rows.loc[replayed.rows.index]
-    b = replayed.rows
-    columns = [c for c in b.columns if c not in (LAST_RELEASE, SIGNATURE)]
-    for column in [LAST_RELEASE, *columns]:
-        differs = a[column].to_numpy() != b[column].to_numpy()
-        if differs.any():
-            idents = b.index[differs][:5].tolist()
-            problems.append(f"private state: column {column!r} differs for {idents}")
-    ours = [stored.signatures[c] for c in a[SIGNATURE].tolist()]
-    theirs = [replayed.signatures[c] for c in b[SIGNATURE].tolist()]
-    bad = [i for i, (x, y) in enumerate(zip(ours, theirs, strict=True)) if x != y]
-    if bad:
-        problems.append(
-            f"private state: last signature differs for {b.index[bad][:5].tolist()}"
-        )
-    if stored.deferred != replayed.deferred:
-        problems.append("private state: deferred identifiers differ from the last release")
-    return problems
-
-
 _PUBLISHED_NAME = re.compile(r"^(release|counterfeits|substitutions)-([0-9]+)\.(csv|parquet)$")
 
 
-def file_problems(opened: ReleaseStore, releases: list[Release],
-                  folder: Path | None) -> list[str]:
+def file_problems(opened: ReleaseStore, folder: Path | None) -> list[str]:
     """Recorded file checksums that the stored releases no longer render to, and (with
-    ``folder``) published files missing, different from the record, or unknown to it."""
+    ``folder``) published files missing, different from the record, or unknown to it.
+
+    Releases are rendered one at a time and only their SHA-256 is kept, so a long history
+    of large releases is checked in the memory of one."""
     problems: list[str] = []
     recorded = opened.published_files()
-    by_number = {release.number: release for release in releases}
+    numbers = set(opened.release_numbers())
     counts_name = opened.definition.counts_file
-    rendered: dict[tuple[int, str], dict[str, bytes]] = {}
+    digests: dict[tuple[int, str], dict[str, str]] = {}
 
-    def render(number: int, fmt: str) -> dict[str, bytes]:
-        if (number, fmt) not in rendered:
-            rendered[number, fmt] = render_release(by_number[number], fmt, counts_name)
-        return rendered[number, fmt]
+    def rendered(number: int, fmt: str) -> dict[str, str]:
+        if (number, fmt) not in digests:
+            files = render_release(opened.release(number), fmt, counts_name)
+            digests[number, fmt] = {name: sha256(data) for name, data in files.items()}
+        return digests[number, fmt]
 
-    for entry in recorded:
-        if entry.release not in by_number:
+    for entry in sorted(recorded, key=lambda e: (e.release, e.format)):
+        if (entry.release, entry.format) not in digests:
+            digests.clear()  # sorted: the previous release's digests are no longer needed
+        if entry.release not in numbers:
             problems.append(f"release {entry.release}: file {entry.name} is recorded for a "
                             "release the store does not hold")
             continue
-        data = render(entry.release, entry.format).get(entry.name)
-        if entry.format == "csv" and (data is None or sha256(data) != entry.sha256):
+        if entry.format != "csv":
+            continue  # Parquet bytes depend on the pyarrow version (docs/formats.md)
+        if rendered(entry.release, entry.format).get(entry.name) != entry.sha256:
             problems.append(
                 f"release {entry.release}: the stored release no longer renders to the "
                 f"recorded {entry.name} (SHA-256 differs; the store was modified outside "
@@ -106,10 +83,10 @@ def file_problems(opened: ReleaseStore, releases: list[Release],
         if match is None or path.name in expected:
             continue
         number, fmt = int(match.group(2)), match.group(3)
-        if number in by_number and not any(e.release == number for e in recorded):
+        if number in numbers and not any(e.release == number for e in recorded):
             # A release published before checksums were recorded: compare with its rendering.
-            data = render(number, fmt).get(path.name)
-            if data is not None and sha256(path.read_bytes()) == sha256(data):
+            digest = rendered(number, fmt).get(path.name)
+            if digest is not None and sha256(path.read_bytes()) == digest:
                 continue
             problems.append(f"release {number}: {path} differs from the stored release")
             continue
@@ -121,7 +98,12 @@ def file_problems(opened: ReleaseStore, releases: list[Release],
 
 def verify_store(opened: ReleaseStore, files: str | Path | None = None,
                  progress: Callable[[str], None] | None = None) -> VerifyReport:
-    """Every check of ``republish verify`` (``progress`` gets the name of each step)."""
+    """Every check of ``republish verify`` (``progress`` gets the name of each step).
+
+    The history is checked release by release against the state it builds
+    (:func:`republish.store_verify.verify_history`): one release in memory at a time."""
+    from republish.store_verify import verify_history
+
     folder = None if files is None else Path(files)
     if folder is not None and not folder.is_dir():
         raise InputError(f"files={str(folder)!r} (--files): not a folder; give the folder "
@@ -131,17 +113,8 @@ def verify_store(opened: ReleaseStore, files: str | Path | None = None,
     numbers = opened.release_numbers()
     say("checksums")
     problems.extend(opened.checksum_problems())
-    releases: list[Release] = []
-    for number in numbers:
-        say(f"release {number}")
-        releases.append(opened.release(number))
-    say("the whole sequence")
-    if releases:
-        sequence = opened.definition.check_sequence(releases, opened.principle_options)
-        problems.extend(v.reason for v in sequence.violations)
-        say("private state")
-        problems.extend(
-            state_problems(opened.state(), PublisherState.from_releases(releases, opened.m)))
+    problems.extend(verify_history(opened, lambda number, total: say(
+        f"release {number} of {total}: the step and the state")))
     say("published files")
-    problems.extend(file_problems(opened, releases, folder))
+    problems.extend(file_problems(opened, folder))
     return VerifyReport(not problems, opened.principle, len(numbers), tuple(problems))

@@ -253,6 +253,13 @@ def release(
                      help="Warn on stderr when the release defers, or adds counterfeits for, "
                      "more than this share of its rows (0.05 = 5 %), naming the cause."),
     ] = defaults.WARN_SHARE,
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", help="m-invariance with --solver heuristic: split the "
+                     "buckets as tasks on local worker processes ('processes') or on a Dask "
+                     "cluster (tcp://HOST:PORT; needs the 'dask' extra). The release is the "
+                     "same as without it."),
+    ] = None,
 ) -> None:
     """Compute, verify and record the next release of DATA (the store's principle).
 
@@ -285,7 +292,7 @@ def release(
             table = validate_table(frame, opened.schema, opened.identifier_kind)
         except InputError as exc:
             raise InputError(f"{data} does not match the store's schema: {exc}") from exc
-        solve = SolveOptions(solver.value, time_limit, cost=cost.value)
+        solve = SolveOptions(solver.value, time_limit, cost=cost.value, scheduler=scheduler)
         with progress(f"release {number}") as report:
             result = publish_next(
                 opened, table, solve=solve, eligibility=eligibility.value,
