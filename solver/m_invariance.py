@@ -56,6 +56,7 @@ from republish.solver.m_invariance_rows import (
 from republish.solver.m_invariance_whole import (
     AUTO_WHOLE_ROWS,
     BOUND_ROWS,
+    WHOLE_MODEL_ROWS,
     Grouping,
     bound_only,
     release_certificate,
@@ -234,7 +235,11 @@ def build_m_invariant(context: StepContext) -> Built:
     timer.phase("split")
     codes, normalized = _normalized_points(table, schema)
     split_certificates: list[Certificate] = []
-    splitter = None if decided is None else exact_splitter(
+    # Above WHOLE_MODEL_ROWS the whole-release model improves the release by neighbourhoods
+    # (-6 to -17 % of (b) on 20,000 Adult rows in 60 s, against -0.2 % for grouping every
+    # bucket exactly first): it gets the budget, from the paper's split.
+    by_neighbourhoods = solve.mode == "exact" and len(table) > WHOLE_MODEL_ROWS
+    splitter = None if decided is None or by_neighbourhoods else exact_splitter(
         solve.mode, context.deadline.end, solve.workers, split_certificates)
     if splitter is None and solve.scheduler is not None:
         scheduler, tasks = solve.scheduler, solve.split_tasks

@@ -23,6 +23,7 @@ import numpy as np
 from republish.certificate import Certificate, Status, lexicographic
 from republish.errors import ParameterError
 from republish.models.whole_release import (
+    WHOLE_MODEL_ROWS,
     WholeReleaseProblem,
     WholeReleaseSolution,
     solve_whole_release,
@@ -32,8 +33,8 @@ from republish.objectives import OBJECTIVES, ReleaseCost, counts_name
 from republish.parameters import Eligibility
 from republish.solver.options import Deadline, SolveOptions
 
-__all__ = ["AUTO_WHOLE_ROWS", "BOUND_ROWS", "Grouping", "bound_only", "release_certificate",
-           "solve_whole", "whole_problem"]
+__all__ = ["AUTO_WHOLE_ROWS", "BOUND_ROWS", "WHOLE_MODEL_ROWS", "Grouping", "bound_only",
+           "release_certificate", "solve_whole", "whole_problem"]
 
 #: ``auto``: the whole-release model runs on releases of at most this many rows.
 AUTO_WHOLE_ROWS = 400
