@@ -46,6 +46,7 @@ from republish.principles.eps_inclusion import PRINCIPLE
 from republish.release import COUNT, GROUP, Release
 from republish.schema import Schema
 from republish.solver.certificate import Certificate
+from republish.solver.joint_guard import guarded_release
 from republish.solver.options import Mode, SolveOptions
 from republish.solver.phase_timer import Progress
 from republish.solver.release_step import Built, StepContext, StepResult, run_release_step
@@ -137,6 +138,9 @@ def publish_eps_inclusive(
     max_model_variables: int = 60_000,
     allow_extras: bool = False,
     keep_substitutes: bool = True,
+    history: Sequence[Release] | None = None,
+    guard_attempts: int = 8,
+    guard_time_limit: float = 60.0,
 ) -> StepResult:
     """Compute, verify and return release ``n`` of an ε-inclusive sequence (ε = λ·τ).
 
@@ -149,7 +153,10 @@ def publish_eps_inclusive(
     can expose them (docs/eps_inclusion.md). A row that was a substitution record keeps
     publishing a value of its signature; ``keep_substitutes=False`` publishes it truthfully
     again (the paper), which grows its group's signature the same way. ``summary()``
-    adds ``substitutions`` and ``extras``; ``counterfeits`` is always 0.
+    adds ``substitutions`` and ``extras``; ``counterfeits`` is always 0. With extras on,
+    ``history`` (the releases published before, in order) turns on the joint guard
+    (:mod:`republish.solver.joint_guard`, threshold ε): up to ``guard_attempts``
+    candidates, each checked within ``guard_time_limit`` seconds.
 
     Raises
     ------
@@ -161,11 +168,23 @@ def publish_eps_inclusive(
                                   allow_extras)
     middle = functools.partial(build_eps_inclusive, max_model_variables=max_model_variables,
                                keep_substitutes=keep_substitutes)
-    return run_release_step(
-        PRINCIPLE, middle, table, schema, options, previous,
-        solve=SolveOptions(mode, time_limit, workers), rng=rng, number=number,
-        progress=progress, validated=validated, new_population=new_population,
-    )
+
+    def compute(step_rng: np.random.Generator | None,
+                step_options: EpsInclusionOptions = options) -> StepResult:
+        return run_release_step(
+            PRINCIPLE, middle, table, schema, step_options, previous,
+            solve=SolveOptions(mode, time_limit, workers), rng=step_rng, number=number,
+            progress=progress, validated=validated, new_population=new_population,
+        )
+
+    if history is None or not allow_extras:
+        return compute(rng)
+    return guarded_release(compute, history, PRINCIPLE, options.m,
+                           rng if rng is not None else np.random.default_rng(),
+                           attempts=guard_attempts, time_limit=guard_time_limit,
+                           workers=workers, fallbacks=[functools.partial(
+                               compute, step_options=dataclasses.replace(options,
+                                                                         extras=False))])
 
 
 def build_eps_inclusive(context: StepContext, max_model_variables: int = 60_000,

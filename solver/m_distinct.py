@@ -23,6 +23,9 @@ A record's sensitive value may change between releases only within the public mo
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -41,10 +44,11 @@ from republish.heuristics.m_distinct_split import split_distinct_buckets
 from republish.parameters import Eligibility
 from republish.principles.catalog.m_distinct import MDistinctOptions
 from republish.principles.m_distinct import PRINCIPLE
-from republish.release import build_release
+from republish.release import Release, build_release
 from republish.schema import Schema
 from republish.solver._m_distinct_phases import _exact_assignment, _fresh_path, _Rows
 from republish.solver.certificate import Certificate
+from republish.solver.joint_guard import guarded_release
 from republish.solver.options import Mode, SolveOptions
 from republish.solver.phase_timer import Progress
 from republish.solver.release_step import Built, StepContext, StepResult, run_release_step
@@ -83,6 +87,9 @@ def publish_m_distinct(
     time_limit: float = 10.0,
     workers: int = 1,
     new_population: bool = False,
+    history: Sequence[Release] | None = None,
+    guard_attempts: int = 8,
+    guard_time_limit: float = 60.0,
 ) -> StepResult:
     """Compute, verify and return release ``n`` of an m-Distinct sequence.
 
@@ -90,7 +97,10 @@ def publish_m_distinct(
     ``eligibility`` how new records on the first-release path become m-eligible;
     ``mode`` ``auto``/``exact`` runs the CP-SAT assignment within ``time_limit`` seconds
     (``heuristic``: Algorithm 1 alone). Other parameters as
-    :func:`republish.solver.m_invariance.publish_m_invariant`.
+    :func:`republish.solver.m_invariance.publish_m_invariant`. ``history``, the releases
+    published before (in order), turns on the joint guard
+    (:mod:`republish.solver.joint_guard`): up to ``guard_attempts`` candidates, each
+    checked within ``guard_time_limit`` seconds; the kept one records ``joint_check``.
 
     Raises
     ------
@@ -100,14 +110,26 @@ def publish_m_distinct(
     InputError
         on a malformed table, a value change the model forbids, or nothing to publish.
     VerificationError
-        if the computed release fails verification (never returned).
+        if the computed release fails verification, or the joint guard refuses it
+        (never returned).
     """
-    return run_release_step(
-        PRINCIPLE, build_m_distinct, table, schema, MDistinctOptions(m, model, strict),
-        previous, solve=SolveOptions(mode, time_limit, workers), eligibility=eligibility,
-        rng=rng, number=number, progress=progress, validated=validated,
-        new_population=new_population,
-    )
+    def compute(step_rng: np.random.Generator | None, step_mode: Mode = mode,
+                how: Eligibility = eligibility) -> StepResult:
+        return run_release_step(
+            PRINCIPLE, build_m_distinct, table, schema, MDistinctOptions(m, model, strict),
+            previous, solve=SolveOptions(step_mode, time_limit, workers), eligibility=how,
+            rng=step_rng, number=number, progress=progress, validated=validated,
+            new_population=new_population,
+        )
+
+    if history is None:
+        return compute(rng)
+    fallbacks = [functools.partial(compute, step_mode="heuristic"),
+                 functools.partial(compute, how="hybrid")]
+    return guarded_release(compute, history, PRINCIPLE, m,
+                           rng if rng is not None else np.random.default_rng(), model,
+                           attempts=guard_attempts, time_limit=guard_time_limit,
+                           workers=workers, fallbacks=fallbacks)
 
 
 def build_m_distinct(context: StepContext) -> Built:

@@ -9,6 +9,10 @@ row (the knowledge table ``B(n)``, Definition 6), plus the published ``T*(j)`` a
 * optionally the exact disclosure risk (:mod:`republish.audit.exact_risk`, Definition 14)
   for small sequences;
 * checks of the files themselves (:mod:`republish.audit.leaks`).
+
+The joint adversary (issue 20: every possible world of the whole sequence as one
+constraint model, :mod:`republish.audit.joint`) is imported on first use
+(``joint_audit``, ``joint_instance``, ``joint_risk``, ``JointAudit``): it loads OR-Tools.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from republish.schema import Schema
 
 __all__ = [
     "AuditReport",
+    "JointAudit",
     "ExactRisk",
     "IntersectionAudit",
     "Knowledge",
@@ -44,10 +49,30 @@ __all__ = [
     "find_leaks",
     "find_leaks_in_file",
     "intersection_attack",
+    "joint_audit",
+    "joint_instance",
+    "joint_risk",
     "knowledge_from_releases",
     "make_knowledge",
     "read_knowledge",
 ]
+
+
+_LAZY = {
+    "JointAudit": "republish.audit.joint",
+    "joint_audit": "republish.audit.joint",
+    "joint_instance": "republish.audit.joint_model",
+    "joint_risk": "republish.audit.joint_risk",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The joint audit's names, imported on first use (they load OR-Tools)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
