@@ -43,8 +43,8 @@ from republish.errors import InputError, ParameterError
 from republish.identifiers import validate_identifier_kind
 from republish.release import COUNT, GROUP, release_file_names, render_release
 from republish.schema import Schema, load_schema
+from republish.solver.joint_guard import guarded_publish, joint_guard_applies
 from republish.solver.options import SolveOptions
-from republish.solver.publish import publish
 from republish.solver.release_step import StepResult
 from republish.store import ReleaseStore
 from republish.tables import read_frame, validate_table
@@ -119,7 +119,7 @@ def publish_next(
     new_population: bool = False,
     progress: Say | None = None,
     say: Say | None = None,
-    compute: Callable[..., StepResult] = publish,
+    compute: Callable[..., StepResult] = guarded_publish,
     staging: type[StagedRelease] = StagedRelease,
     move: Callable[[Path, Path, bytes | None], None] = move_into_place,
 ) -> StepResult:
@@ -132,9 +132,14 @@ def publish_next(
     if output is not None:
         check_targets(output, number, fmt, counts_name)
     state = store.state()
+    # m-Distinct, and eps-inclusion with extras: the joint guard reads the whole history
+    # (issue 20); other principles never need it (Lemmas 1 and 3 of m-invariance)
+    extra = ({"history": store.releases()}
+             if joint_guard_applies(store.principle, store.principle_options) else {})
     result = compute(table, store.schema, store.principle, store.principle_options, state,
                      solve=solve, eligibility=eligibility, rng=rng, number=number,
-                     validated=True, progress=progress, new_population=new_population)
+                     validated=True, progress=progress, new_population=new_population,
+                     **extra)
     if progress is not None:
         progress("writing")
     if output is None:

@@ -91,7 +91,7 @@ MAX_SEED = 2**31 - 1
 #: Steps of ``release`` loaded on first use (``--help`` stays fast); tests replace them
 #: on this module (``monkeypatch.setattr(store_commands, "publish", ...)``).
 _STEPS = {
-    "publish": ("republish.solver.publish", "publish"),
+    "publish": ("republish.solver.joint_guard", "guarded_publish"),
     "StagedRelease": ("republish.api.publication", "StagedRelease"),
     "move_into_place": ("republish.api.publication", "move_into_place"),
 }
