@@ -106,10 +106,14 @@ NEAREST_START_ROWS = 3_000
 
 def _objectives(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], deferred: int,
                 weight: Fraction, extent: Extent) -> tuple[Fraction, float]:
-    sigmas = [len(group_signature(problem, g)) for g in groups]
-    counterfeits = sum(s - len(g) for s, g in zip(sigmas, groups, strict=True))
-    cost = sum(s * float(extent(g)) for s, g in zip(sigmas, groups, strict=True))
-    return counterfeits + weight * deferred, float(cost)
+    sigmas = np.array([len(group_signature(problem, g)) for g in groups], dtype=np.int64)
+    counterfeits = int(sigmas.sum()) - sum(len(g) for g in groups)
+    batch = getattr(extent, "batch", None)
+    if batch is not None and len(groups):  # one vectorized call, not one per group
+        spreads = np.asarray(batch(_as_matrix(groups)), dtype=np.float64)
+    else:
+        spreads = np.array([float(extent(g)) for g in groups], dtype=np.float64)
+    return counterfeits + weight * deferred, float((sigmas * spreads).sum())
 
 
 def realize_counts(problem: WholeReleaseProblem, plan: CountPlan
@@ -229,7 +233,7 @@ def _by_neighbourhoods(problem: WholeReleaseProblem, incumbent: _Candidate,
     bound_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
     deadline = started + time_limit * (1 - bound_share)
     search = improve_by_neighbourhoods(problem, incumbent.groups, deadline=deadline,
-                                       seed=seed)
+                                       seed=seed, extent=measure)
     groups = list(search.groups)
     a, b = _objectives(problem, groups, len(incumbent.deferred), weight, measure)
     if search.improved:
@@ -305,8 +309,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     incumbent = min(candidates, key=lambda c: (c.a, c.b))
     a_star = Fraction(plan.value, weight.denominator) if plan.status == "OPTIMAL" and \
         plan.value is not None else None
-    if len(problem.values) > WHOLE_MODEL_ROWS and (extent is None or
-                                                   isinstance(extent, BoxExtent)):
+    if len(problem.values) > WHOLE_MODEL_ROWS:
         return _by_neighbourhoods(problem, incumbent, candidates, a_star, bound_a, weight,
                                   measure, started, time_limit, seed)
     fams = families(problem, counts, math.floor(incumbent.a))

@@ -92,12 +92,13 @@ class Master:
     radius: np.ndarray
 
 
-def partition_model(master: Master, keep: np.ndarray
+def partition_model(master: Master, keep: np.ndarray, integral: bool = True
                     ) -> tuple[model_builder.Model, list[Any], list[Any], Any]:
-    """The set-partitioning model over the columns ``keep``: model, ``x``, the cover rows and
-    the (a) row."""
+    """The set-partitioning model over the columns ``keep``: model, ``x`` (binary, or in
+    ``[0, 1]`` without ``integral``), the cover rows and the (a) row."""
     model = model_builder.Model()
-    x = [model.new_bool_var(f"x[{c}]") for c in keep.tolist()]
+    x = [model.new_bool_var(f"x[{c}]") if integral else model.new_var(0.0, 1.0, False, None)
+         for c in keep.tolist()]
     sub = master.members[keep]
     column, slot = np.nonzero(sub >= 0)
     row = sub[column, slot]

@@ -17,7 +17,12 @@ import math
 import numpy as np
 from ortools.linear_solver import pywraplp  # type: ignore[attr-defined]
 
-from republish.models.whole_release_bound import Master, Relaxation, reduced_costs
+from republish.models.whole_release_bound import (
+    Master,
+    Relaxation,
+    partition_model,
+    reduced_costs,
+)
 
 __all__ = ["IncrementalMaster"]
 
@@ -30,14 +35,17 @@ class IncrementalMaster:
         solver = pywraplp.Solver.CreateSolver("GLOP")
         if solver is None:  # pragma: no cover - GLOP ships with OR-Tools
             raise RuntimeError("OR-Tools GLOP is not available")
+        # The first columns, often thousands, go in as one model (model_builder builds it
+        # in C++ about 8x faster than column-by-column calls); later columns one by one.
+        model, _, _, _ = partition_model(master, np.arange(len(master.cost)), integral=False)
+        error = solver.LoadModelFromProto(model.export_to_proto())
+        if error:  # pragma: no cover - the proto is built above
+            raise RuntimeError(f"GLOP refused the master: {error}")
         self.solver = solver
-        self.covers = [solver.Constraint(1.0 if exact else -solver.infinity(), 1.0)
-                       for exact in master.exact.tolist()]
-        self.spent = solver.Constraint(-solver.infinity(), float(master.rhs))
+        constraints = solver.constraints()
+        self.covers, self.spent = constraints[:len(master.exact)], constraints[len(master.exact)]
         self.objective = solver.Objective()
-        self.objective.SetMinimization()
-        self.x: list[pywraplp.Variable] = []
-        self.add(master, 0)
+        self.x: list[pywraplp.Variable] = list(solver.variables())
 
     def add(self, master: Master, start: int) -> None:
         """Add the columns ``start:`` of ``master`` (the columns before are present)."""

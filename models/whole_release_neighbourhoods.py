@@ -30,7 +30,7 @@ from republish.models.whole_release import (
     group_signature,
     solve_whole_release,
 )
-from republish.models.whole_release_counts import BoxExtent
+from republish.models.whole_release_counts import BoxExtent, Extent
 
 __all__ = ["Neighbourhoods", "improve_by_neighbourhoods"]
 
@@ -48,25 +48,62 @@ class Neighbourhoods:
     improved: int
 
 
-def _cost(problem: WholeReleaseProblem, measure: BoxExtent, rows: np.ndarray
-          ) -> tuple[int, float]:
-    sigma = group_signature(problem, rows)
-    return len(sigma) - len(rows), len(sigma) * measure(rows)
+class _SubExtent:
+    """``extent`` of the whole problem seen from a sub-problem's rows ``rows[local]``."""
+
+    def __init__(self, extent: Extent, rows: np.ndarray) -> None:
+        self.extent, self.rows = extent, rows
+
+    def __call__(self, local: np.ndarray) -> float:
+        return float(self.extent(self.rows[np.asarray(local, dtype=np.int64)]))
+
+    def batch(self, members: np.ndarray) -> np.ndarray:
+        rows = np.where(members >= 0, self.rows[np.maximum(members, 0)], -1)
+        batch = getattr(self.extent, "batch", None)
+        if batch is not None:
+            return np.asarray(batch(rows), dtype=np.float64)
+        return np.array([self.extent(r[r >= 0]) for r in rows], dtype=np.float64)
+
+    def pairwise(self, local_a: np.ndarray, local_b: np.ndarray) -> np.ndarray:
+        pairwise = getattr(self.extent, "pairwise", None)
+        a, b = self.rows[local_a], self.rows[local_b]
+        if pairwise is not None:
+            return np.asarray(pairwise(a, b), dtype=np.float64)
+        return np.array([[self.extent(np.array([i, j])) for j in b.tolist()]
+                         for i in a.tolist()], dtype=np.float64).reshape(len(a), -1)
+
+
+def _costs(problem: WholeReleaseProblem, measure: Extent, groups: Sequence[np.ndarray]
+           ) -> list[tuple[int, float]]:
+    """Per group: its counterfeits and ``|σ|·extent`` (one vectorized extent call)."""
+    sizes = [len(group_signature(problem, g)) for g in groups]
+    batch = getattr(measure, "batch", None)
+    if batch is not None and len(groups):
+        matrix = np.full((len(groups), max(len(g) for g in groups)), -1, dtype=np.int64)
+        for c, g in enumerate(groups):
+            matrix[c, :len(g)] = g
+        spreads = np.asarray(batch(matrix), dtype=np.float64).tolist()
+    else:
+        spreads = [float(measure(g)) for g in groups]
+    return [(s - len(g), s * e) for s, g, e in zip(sizes, groups, spreads, strict=True)]
 
 
 def improve_by_neighbourhoods(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *,
                               deadline: float, seed: int = 0,
-                              groups_per_neighbourhood: int = GROUPS_PER_NEIGHBOURHOOD
-                              ) -> Neighbourhoods:
+                              groups_per_neighbourhood: int = GROUPS_PER_NEIGHBOURHOOD,
+                              extent: Extent | None = None) -> Neighbourhoods:
     """Improve the release ``groups`` of ``problem`` (deferred rows stay deferred) until
-    ``time.perf_counter()`` passes ``deadline``; the box extent of ``problem.points``."""
+    ``time.perf_counter()`` passes ``deadline``. ``extent``: the model's extent (>= 0,
+    monotone under inclusion; default the box extent of ``problem.points``);
+    neighbourhoods are chosen by the groups' centroids in ``problem.points``."""
     rng = np.random.default_rng(seed)
     current = [np.sort(np.asarray(g, dtype=np.int64)) for g in groups]
     if len(current) < 2:
         return Neighbourhoods(tuple(current), 0, 0)
-    measure = BoxExtent(problem.points)
+    measure: Extent = extent if extent is not None else BoxExtent(problem.points)
+    box = extent is None or isinstance(extent, BoxExtent)
     centroids = np.array([problem.points[g].mean(axis=0) for g in current])
-    costs = [_cost(problem, measure, g) for g in current]
+    costs = _costs(problem, measure, current)
     solved = improved = 0
     k = max(2, min(groups_per_neighbourhood, len(current)))
     while time.perf_counter() < deadline:
@@ -81,7 +118,8 @@ def improve_by_neighbourhoods(problem: WholeReleaseProblem, groups: Sequence[np.
         try:
             answer = solve_whole_release(sub, time_limit=min(SUB_PROBLEM_SECONDS, left),
                                          seed=int(rng.integers(2**31 - 1)),
-                                         hint=(local_groups, np.zeros(0, np.int64)))
+                                         hint=(local_groups, np.zeros(0, np.int64)),
+                                         extent=None if box else _SubExtent(measure, rows))
         except ParameterError:  # groups the model does not accept as a start: skip them
             continue
         solved += 1
@@ -90,7 +128,7 @@ def improve_by_neighbourhoods(problem: WholeReleaseProblem, groups: Sequence[np.
         before = (sum(costs[c][0] for c in chosen.tolist()),
                   sum(costs[c][1] for c in chosen.tolist()))
         fresh = [np.sort(rows[g]) for g in answer.groups]
-        fresh_costs = [_cost(problem, measure, g) for g in fresh]
+        fresh_costs = _costs(problem, measure, fresh)
         after = (sum(c[0] for c in fresh_costs), sum(c[1] for c in fresh_costs))
         if after[0] > before[0] or (after[0] == before[0] and
                                     after[1] >= before[1] - 1e-9 * max(1.0, before[1])):

@@ -87,3 +87,22 @@ def test_solve_whole_release_uses_the_search_above_its_size(
     assert answer.status_b in ("FEASIBLE", "HEURISTIC")
     assert answer.bound_b <= answer.objective_b
     assert answer.objective_b < costs(problem, start)[1]
+
+
+def test_search_with_a_custom_extent_measures_with_it() -> None:
+    """A non-box extent (here the box of the first coordinate only) is the one improved."""
+    problem = census_like(8)
+    start = scattered_release(problem, 8)
+
+    def first_only(rows: np.ndarray) -> float:
+        chosen = problem.points[np.asarray(rows, dtype=np.int64), 0]
+        return float(chosen.max() - chosen.min()) if len(chosen) else 0.0
+
+    def cost_of(groups: list[np.ndarray]) -> float:
+        return sum(len(group_signature(problem, g)) * first_only(g) for g in groups)
+
+    found = improve_by_neighbourhoods(problem, start, deadline=time.perf_counter() + 1.0,
+                                      seed=8, extent=first_only)
+    groups = list(found.groups)
+    assert release_problems(problem, groups, np.zeros(0, np.int64)) == []
+    assert cost_of(groups) < cost_of(start)
