@@ -197,7 +197,7 @@ def audit(
     knowledge: Annotated[
         Path | None,
         typer.Option(
-            "--knowledge", "-k",
+            "--knowledge",
             help="knowledge.csv: identifier, exact QIs, 'releases' (e.g. 1,2,4).",
         ),
     ] = None,
@@ -241,8 +241,8 @@ def audit(
                      "store's m; from files 2, forced values only)."),
     ] = None,
     time_limit: Annotated[
-        float, typer.Option("--time-limit", help="--joint: seconds for the whole audit; "
-                            "people left undecided are reported as such.")
+        float, typer.Option("--time-limit", help="--joint: wall-clock budget in seconds "
+                            "for the whole audit; people left undecided are reported as such.")
     ] = 300.0,
     risk: Annotated[
         bool, typer.Option("--risk", help="--joint: also count every world of small "
