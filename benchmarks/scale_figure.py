@@ -39,6 +39,17 @@ def measure(rows: int, folder: str | None) -> dict[str, float]:
             last["phases"].get("verify", 0.0), "peak_gib": result["api"]["peak_gib"]}
 
 
+def _record(data: dict) -> dict:  # type: ignore[type-arg]
+    """A record of this script, or the summary line of ``scale_release.py`` (its API
+    part: release 2)."""
+    if "api" not in data:
+        return data
+    last = data["api"]["releases"][-1]
+    return {"rows": data["rows"], "wall_s": last["wall_s"], "cpu_s": last["cpu_s"],
+            "split_s": last["phases"].get("split", 0.0),
+            "verify_s": last["phases"].get("verify", 0.0), "peak_gib": data["api"]["peak_gib"]}
+
+
 def exponent(sizes: list[float], times: list[float]) -> float:
     slope, _ = np.polyfit(np.log(sizes), np.log(times), 1)
     return float(slope)
@@ -49,13 +60,14 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 50_000, 100_000])
     parser.add_argument("--folder")
     parser.add_argument("--plot", action="store_true")
-    parser.add_argument("--records", help="a file of the JSON lines a run printed: table, "
-                        "fit and plot from it instead of measuring")
+    parser.add_argument("--records", help="a file of the JSON lines a run printed (this "
+                        "script's, or scale_release.py's summary lines): table, fit and plot "
+                        "from it instead of measuring")
     args = parser.parse_args()
     records = []
     if args.records:
         lines = Path(args.records).read_text().splitlines()
-        records = [json.loads(line) for line in lines if line.startswith('{"rows"')]
+        records = [_record(json.loads(line)) for line in lines if line.startswith('{"rows"')]
     for rows in [] if args.records else args.sizes:
         record = measure(rows, args.folder)
         records.append(record)

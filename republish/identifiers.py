@@ -48,6 +48,15 @@ IDENTIFIER_KINDS: tuple[IdentifierKind, ...] = ("text", "integer")
 _CANONICAL_INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(\.0*)?")
 
+#: RE2 patterns (pyarrow) of the fast paths below. Python's ``str.strip()`` removes the
+#: characters for which ``str.isspace()`` holds; a value starting or ending with one of
+#: them matches :data:`_EDGE_SPACE`, and only then can stripping change it.
+_SPACES = "".join(f"\\x{{{c:x}}}" for c in range(0x110000) if chr(c).isspace())
+_EDGE_SPACE = f"^[{_SPACES}]|[{_SPACES}]$"
+_PLAIN_CANONICAL = "^-?(0|[1-9][0-9]*)$"
+#: canonical integer text whose str(int(...)) is itself ("-0" becomes "0")
+_FIXED_CANONICAL = "^(0|-?[1-9][0-9]*)$"
+
 #: A release sharing fewer than this share of the smaller population with the previous
 #: release, at a similar size, looks re-keyed (see :func:`check_population_continuity`).
 MIN_SHARED_SHARE = 0.1
@@ -55,6 +64,38 @@ MIN_SHARED_SHARE = 0.1
 SIMILAR_SIZE_FACTOR = 2.0
 #: Below this many rows on either side the test says nothing.
 MIN_POPULATION = 10
+
+
+def text_values(column: pd.Series | np.ndarray) -> object | None:
+    """The values as a pyarrow string array when every one is a ``str`` (an object column
+    of text, as Parquet and CSV give), else None: the fast paths below then apply."""
+    values = column.to_numpy() if isinstance(column, pd.Series) else np.asarray(column)
+    if values.dtype != object or not len(values):
+        return None
+    if pd.api.types.infer_dtype(values, skipna=False) != "string":
+        return None
+    import pyarrow as pa
+
+    try:
+        return pa.array(values, type=pa.string())
+    except (pa.ArrowException, UnicodeError):  # e.g. lone surrogates: the slow path decides
+        return None
+
+
+def all_match(text: object, pattern: str) -> bool:
+    """Whether every value of the pyarrow string array ``text`` matches ``pattern`` (RE2)."""
+    import pyarrow.compute as pc
+
+    return bool(pc.all(pc.match_substring_regex(text, pattern)).as_py())
+
+
+def edge_space(text: object) -> np.ndarray:
+    """Per value of the pyarrow string array ``text``: starts or ends with a character
+    ``str.strip()`` removes."""
+    import pyarrow.compute as pc
+
+    found = pc.match_substring_regex(text, _EDGE_SPACE)
+    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def validate_identifier_kind(kind: object) -> IdentifierKind:
@@ -86,6 +127,9 @@ def infer_identifier_kind(column: pd.Series) -> IdentifierKind:
         return "text"
     if pd.api.types.is_bool_dtype(column):
         return "text"
+    text = text_values(column)
+    if text is not None and all_match(text, _PLAIN_CANONICAL):
+        return "integer"  # no blank to strip: what the loop below finds, without hashing
     codes, uniques = pd.factorize(column)
     text = pd.Index(uniques).astype(str).str.strip()
     if len(text) and all(_CANONICAL_INTEGER.fullmatch(t) for t in text):
@@ -111,6 +155,9 @@ def canonical_identifiers(column: pd.Series, kind: IdentifierKind, name: str) ->
                 "earlier releases (for a DataFrame: frame[column].astype(str) on the "
                 "original text; for Parquet: store the column as a string)."
             )
+        fast = text_values(column)
+        if fast is not None and not edge_space(fast).any():
+            return pd.Series(column.to_numpy(dtype=object, copy=True), index=column.index)
         codes, uniques = pd.factorize(column)
         text = pd.Index(uniques).astype(str).str.strip()
         return pd.Series(np.asarray(text, dtype=object)[codes], index=column.index)
@@ -129,6 +176,10 @@ def canonical_identifiers(column: pd.Series, kind: IdentifierKind, name: str) ->
         return pd.Series(
             np.asarray([str(int(v)) for v in values], dtype=object), index=column.index
         )
+    fast = text_values(column)
+    if fast is not None and all_match(fast, _FIXED_CANONICAL):
+        # already canonical: str(int(value)) is the value itself
+        return pd.Series(column.to_numpy(dtype=object, copy=True), index=column.index)
     codes, uniques = pd.factorize(column)
     text = pd.Index(uniques).astype(str).str.strip()
     canonical = []
@@ -149,6 +200,22 @@ def canonical_identifiers(column: pd.Series, kind: IdentifierKind, name: str) ->
             "for a new population."
         )
     return pd.Series(np.asarray(canonical, dtype=object)[codes], index=column.index)
+
+
+def _shares_at_least(previous: pd.Index | np.ndarray, current: pd.Index | np.ndarray,
+                     needed: float) -> bool:
+    """A cheap sufficient test: a part of ``previous`` (3x the ``needed`` count) already
+    shares ``needed`` distinct identifiers with ``current``, so the whole does (hashing
+    that part instead of both whole populations). False says nothing."""
+    from republish.principles.vectorized import distinct_text
+
+    part = pd.Index(previous[: int(3 * needed) + 1])
+    if not (distinct_text(np.asarray(part, dtype=object)) or part.is_unique):
+        return False
+    found = np.asarray(part.get_indexer(pd.Index(current)), dtype=np.int64)
+    hits = np.zeros(len(part), dtype=bool)
+    hits[found[found >= 0]] = True
+    return bool(hits.sum() >= needed)
 
 
 def check_population_continuity(
@@ -180,8 +247,11 @@ def check_population_continuity(
         return
     if max(before, now) > SIMILAR_SIZE_FACTOR * min(before, now):
         return
+    needed = MIN_SHARED_SHARE * min(before, now)
+    if _shares_at_least(previous, current, needed):
+        return
     shared = len(pd.Index(previous).intersection(pd.Index(current)))
-    if shared >= MIN_SHARED_SHARE * min(before, now):
+    if shared >= needed:
         return
     raise InputError(
         f"this table shares {shared} of its {now} {identifier!r} values with the "

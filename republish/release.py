@@ -171,7 +171,7 @@ def build_release(
     counterfeits = pd.DataFrame({GROUP: counts.index.astype(np.int64), COUNT: counts.to_numpy()})
     counterfeits = counterfeits.sort_values(GROUP).reset_index(drop=True)
 
-    assignment = table.reset_index(drop=True).copy()
+    assignment = table.reset_index(drop=True)  # already a copy: inserting leaves table alone
     assignment.insert(1, GROUP, new_groups)
     return Release(
         number=number,

@@ -131,7 +131,9 @@ class PublisherState:
 
     def positions(self, identifiers: pd.Series | np.ndarray | Sequence[str]) -> np.ndarray:
         """Row of each identifier in :attr:`rows` (-1 for identifiers never published)."""
-        ids = np.asarray(identifiers, dtype=object).astype(str).astype(object)
+        ids = np.asarray(identifiers, dtype=object)
+        if pd.api.types.infer_dtype(ids, skipna=False) != "string":
+            ids = ids.astype(str).astype(object)  # already text: no new (unhashed) strings
         return np.asarray(self.rows.index.get_indexer(ids), dtype=np.int64)
 
     def signature_codes(self, signatures: Iterable[frozenset[str]]) -> tuple[
@@ -167,8 +169,7 @@ class PublisherState:
             )
         assignment = release.assignment
         if row_signatures is None:
-            by_group = group_signatures(release)
-            row_signatures = [by_group[g] for g in assignment[GROUP].tolist()]
+            row_signatures = row_signature_column(release)
         fresh = assignment[[*schema.qi_names, schema.sensitive]].copy()
         fresh.index = pd.Index(assignment[schema.identifier].astype(str), name=schema.identifier)
         fresh[LAST_RELEASE] = np.int64(release.number)
@@ -262,6 +263,23 @@ def check_unchanged(
             "value updates need the m-Distinct principle, or give the changed rows new "
             "identifiers."
         )
+
+
+def row_signature_column(release: Release) -> Sequence[frozenset[str]]:
+    """The signature of each assignment row's group in ``T*(n)``, as a
+    :class:`SignatureColumn` of distinct signatures (codes looked up per group, not per
+    row); a plain list when a row's group is not published (as ``by_group[g]`` would, the
+    caller's look-up then raises ``KeyError``)."""
+    by_group = group_signatures(release)
+    groups = release.assignment[GROUP]
+    table: dict[frozenset[str], int] = {}
+    labels = list(by_group)
+    codes = np.array([table.setdefault(by_group[g], len(table)) for g in labels],
+                     dtype=np.int64)
+    where = pd.Index(labels).get_indexer(groups) if labels else np.full(len(groups), -1)
+    if (where < 0).any():
+        return [by_group[g] for g in groups.tolist()]
+    return SignatureColumn(codes[where], list(table))
 
 
 def group_signatures(release: Release) -> dict[Any, frozenset[str]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import numpy as np
+import pandas as pd
 
 from republish.release import Release
 from republish.state import LAST_RELEASE, SIGNATURE, PublisherState
@@ -35,11 +36,12 @@ def state_differences(stored: PublisherState, replayed: PublisherState) -> list[
     """Differences between the stored private state and the replayed one (vectorized)."""
     problems = []
     a, b = stored.rows, replayed.rows
-    if len(a) != len(b) or not a.index.sort_values().equals(b.index.sort_values()):
+    indexer = _same_identifiers(a.index, b.index)
+    if indexer is None:
         missing = b.index.difference(a.index)[:5].tolist()
         extra = a.index.difference(b.index)[:5].tolist()
         return [f"private state: identifiers missing {missing} / unexpected {extra}"]
-    a = a.loc[b.index]
+    a = a.iloc[indexer] if isinstance(indexer, np.ndarray) else a.loc[b.index]
     for column in [LAST_RELEASE, *(c for c in b.columns if c not in (LAST_RELEASE, SIGNATURE))]:
         x, y = a[column].to_numpy(), b[column].to_numpy()
         differs = x != y
@@ -48,8 +50,10 @@ def state_differences(stored: PublisherState, replayed: PublisherState) -> list[
                             f"{b.index[differs][:5].tolist()}")
     ours, theirs = _table(stored.signatures), _table(replayed.signatures)
     left, right = a[SIGNATURE].to_numpy(), b[SIGNATURE].to_numpy()
-    pairs = np.unique(np.stack([left, right]), axis=1) if len(left) else np.zeros((2, 0), int)
-    bad = {(int(x), int(y)) for x, y in pairs.T.tolist() if ours[x] != theirs[y]}
+    width = max(len(theirs), 1)
+    keys = np.unique(left.astype(np.int64) * width + right.astype(np.int64))
+    bad = {(int(x), int(y)) for x, y in zip((keys // width).tolist(), (keys % width).tolist(),
+                                            strict=True) if ours[x] != theirs[y]}
     if bad:
         mask = np.array([(int(x), int(y)) in bad for x, y in zip(left, right, strict=True)])
         problems.append(f"private state: last signature differs for "
@@ -57,6 +61,18 @@ def state_differences(stored: PublisherState, replayed: PublisherState) -> list[
     if stored.deferred != replayed.deferred:
         problems.append("private state: deferred identifiers differ from the last release")
     return problems
+
+
+def _same_identifiers(stored: pd.Index, replayed: pd.Index) -> np.ndarray | bool | None:
+    """Whether both indexes hold the same identifiers (as sorted lists): the positions in
+    ``stored`` of ``replayed``'s identifiers when both are unique (hashing, linear), True
+    when equal only as sorted lists with repeats, None when they differ."""
+    if len(stored) != len(replayed):
+        return None
+    if stored.is_unique and replayed.is_unique:
+        indexer = np.asarray(stored.get_indexer(replayed), dtype=np.int64)
+        return indexer if bool((indexer >= 0).all()) else None
+    return True if stored.sort_values().equals(replayed.sort_values()) else None
 
 
 def _table(signatures: tuple[frozenset[str], ...]) -> np.ndarray:
@@ -81,9 +97,11 @@ def verify_history(store: ReleaseStore,
             problems.append(f"release {number}: stored content does not match the release "
                             "checksum (the store was modified outside republish)")
         release = store.release(number)
-        report = store.definition.check_step(release, state, options)
+        # the identifiers are hashed once for the check and the state's advance
+        positions = state.positions(release.assignment[store.schema.identifier])
+        report = store.definition.check_step(release, state, options, positions)
         problems.extend(f"release {number}: {v.reason}" for v in report.violations)
-        state = state.advance(release)
+        state = state.advance(release, positions=positions)
         del release, row
     if numbers:
         problems.extend(state_differences(store.state(), state))

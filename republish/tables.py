@@ -14,8 +14,10 @@ holding another of those characters is reported as a wrong delimiter
 from __future__ import annotations
 
 import csv
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,7 +28,9 @@ from republish.identifiers import (
     IdentifierKind,
     canonical_identifiers,
     check_population_continuity,
+    edge_space,
     infer_identifier_kind,
+    text_values,
 )
 from republish.schema import ROW_NUMBER, Schema
 
@@ -38,7 +42,14 @@ _SNIFF_LINES = 50
 #: Largest magnitude of a numeric QI value: beyond it floating point loses whole units.
 MAX_NUMERIC = 1e15
 _FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+#: Below this many rows the plain code paths are as fast as the pyarrow ones.
+_FEW_ROWS = 10_000
 _SCALARS = (str, int, float, bool, type(None), np.generic)
+#: ``pd.api.types.infer_dtype(..., skipna=False)`` answers under which every value of an
+#: object column is one of :data:`_SCALARS` (``string``: all ``str``; the numeric ones:
+#: Python or numpy numbers and bools).
+_PLAIN_KINDS = frozenset({"string", "integer", "floating", "mixed-integer-float", "boolean",
+                          "empty"})
 
 
 def _shown(delimiter: str) -> str:
@@ -127,7 +138,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 
     with path.open("rb") as handle:  # permission errors stay permission errors
         try:
-            frame = pd.read_parquet(handle)
+            frame = _chunked_parquet(handle) if _too_large(path) else pd.read_parquet(handle)
         except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
                 NotImplementedError, OverflowError) as exc:
             if isinstance(exc, OSError) and exc.errno is not None:
@@ -144,6 +155,10 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     for column in frame.columns:
         series = frame[column]
         if series.dtype == object:
+            # one pass in C decides the usual cases (every value text, or every value a
+            # number or bool); only a mixed column is checked value by value
+            if pd.api.types.infer_dtype(series, skipna=False) in _PLAIN_KINDS:
+                continue
             odd = series.map(lambda v: not isinstance(v, _SCALARS)).to_numpy(dtype=bool)
             if odd.any():
                 kind = type(series[odd].iloc[0]).__name__
@@ -152,6 +167,47 @@ def _read_parquet(path: Path) -> pd.DataFrame:
                     "text or numbers in every column."
                 )
     return frame
+
+
+#: Read a Parquet file in batches when its uncompressed size times this factor exceeds the
+#: memory available (the whole Arrow table and its pandas copy would not fit side by side).
+CHUNKED_FACTOR = 2.0
+#: Rows per batch of a chunked read.
+CHUNK_ROWS = 1_000_000
+
+
+def _available_bytes() -> int:
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # not POSIX: read whole
+        return 1 << 62
+
+
+def _too_large(path: Path) -> bool:
+    """Whether ``path`` does not fit twice in the memory available (its row groups'
+    uncompressed size, from the footer)."""
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.read_metadata(path)
+    except Exception:  # noqa: BLE001 - the whole read reports a malformed file
+        return False
+    size = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
+    return CHUNKED_FACTOR * size > _available_bytes()
+
+
+def _chunked_parquet(handle: Any) -> pd.DataFrame:
+    """The file as pandas, converted one batch of :data:`CHUNK_ROWS` rows at a time (only
+    one batch is held as Arrow beside the pandas pieces), with a fresh row index."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = pq.ParquetFile(handle)
+    pieces = [pa.Table.from_batches([batch]).to_pandas()
+              for batch in source.iter_batches(batch_size=CHUNK_ROWS)]
+    if not pieces:
+        return source.schema_arrow.empty_table().to_pandas()
+    return pd.concat(pieces, ignore_index=True)
 
 
 def _read_csv(path: Path, delimiter: str | None,
@@ -239,9 +295,29 @@ def _stripped_text(series: pd.Series) -> pd.Series:
     return pd.Series(np.asarray(text, dtype=object)[codes], index=series.index)
 
 
-def _is_missing(series: pd.Series) -> np.ndarray:
+def _is_missing(series: pd.Series, distinct: bool = False) -> np.ndarray:
+    """Missing or blank cells (``distinct``: the values are mostly distinct, as
+    identifiers are: a faster path that avoids hashing them)."""
     if pd.api.types.is_numeric_dtype(series):
         return series.isna().to_numpy()
+    text_array = text_values(series) if distinct and len(series) > _FEW_ROWS else None
+    if text_array is not None:
+        # Only text of at most 4 characters ("", "nan", "none") or with blanks at an end can
+        # strip to a missing value: decide those rows as below, without hashing the column
+        # (an identifier column has as many distinct values as rows).
+        import pyarrow.compute as pc
+
+        short = np.asarray(pc.less_equal(pc.utf8_length(text_array), 4).to_numpy(
+            zero_copy_only=False), dtype=bool)
+        candidates = np.flatnonzero(short | edge_space(text_array))
+        missing = np.zeros(len(series), dtype=bool)
+        if len(candidates):
+            missing[candidates] = _missing_text(series.iloc[candidates])
+        return missing
+    return _missing_text(series)
+
+
+def _missing_text(series: pd.Series) -> np.ndarray:
     codes, text = _stripped(series)
     empty = np.asarray((text == "") | text.str.lower().isin(["nan", "none"]), dtype=bool)
     # Code -1 (NA) reads the appended True.
@@ -278,7 +354,7 @@ def validate_table(
         frame = frame.assign(**{ROW_NUMBER: np.arange(len(frame)).astype(str)})
     frame = frame[needed].reset_index(drop=True)
     for column in needed:
-        bad = _is_missing(frame[column])
+        bad = _is_missing(frame[column], distinct=column == schema.identifier)
         if bad.any():
             raise InputError(
                 f"column {column!r} has missing or empty values in row(s) "

@@ -34,8 +34,10 @@ class PlainProgress:
 
     def __init__(self, write: Callable[[str], None], label: str, *, quiet: float = QUIET_S,
                  gap: float = GAP_S, every: float = EVERY_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, rows: int | None = None) -> None:
         self.write, self.label, self.clock = write, label, clock
+        #: Rows the work processes (None: unknown): lines then show the rate in rows/s.
+        self.rows = rows
         self.quiet, self.gap, self.every = quiet, gap, every
         self.start = clock()
         self.text = "starting"
@@ -55,7 +57,11 @@ class PlainProgress:
         return self.last + self.every
 
     def _line(self, now: float) -> None:
-        self.write(f"{self.label}: {self.text} … {now - self.start:.1f} s")
+        elapsed = now - self.start
+        rate = ""
+        if self.rows is not None and elapsed > 0:
+            rate = f" ({self.rows / elapsed:,.0f} rows/s)"
+        self.write(f"{self.label}: {self.text} … {elapsed:.1f} s{rate}")
         self.printed, self.last = self.text, now
 
     def update(self, text: str, announce: bool = False) -> None:
@@ -91,17 +97,27 @@ class Reporter:
 
     phase: Callable[[str], None]
     step: Callable[[str], None]
+    #: ``rows(n)``: the work processes ``n`` rows (plain lines then show rows per second).
+    rows: Callable[[int], None] = lambda _: None
 
 
 @contextmanager
-def progress(label: str, total: int | None = None) -> Iterator[Reporter]:
+def progress(label: str, total: int | None = None,
+             rows: int | None = None) -> Iterator[Reporter]:
     """A :class:`Reporter` for the work called ``label``: rich on a terminal (a bar when
-    ``total`` steps are known, else a spinner), plain lines otherwise."""
+    ``total`` steps are known, else a spinner), plain lines otherwise; with ``rows`` (or
+    once :attr:`Reporter.rows` is called) the plain lines show rows per second."""
     if not error_console.is_terminal:
         plain = PlainProgress(
-            lambda line: error_console.print(line, markup=False, soft_wrap=True), label)
+            lambda line: error_console.print(line, markup=False, soft_wrap=True), label,
+            rows=rows)
+
+        def count(n: int) -> None:
+            plain.rows = n
+
         try:
-            yield Reporter(plain.update, lambda text: plain.update(text, announce=True))
+            yield Reporter(plain.update, lambda text: plain.update(text, announce=True),
+                           count)
         finally:
             plain.close()
         return

@@ -15,8 +15,13 @@ import numpy as np
 import pandas as pd
 
 from republish.errors import RepublishError
-from republish.generalization import parse_cell, render_cell
-from republish.principles.vectorized import ReleaseArrays, counts_in, integer_column
+from republish.generalization import group_extremes, parse_cell, render_cell
+from republish.principles.vectorized import (
+    ReleaseArrays,
+    counts_in,
+    integer_column,
+    text_array,
+)
 from republish.release import COUNT, GROUP, Release
 from republish.schema import QIAttribute
 from republish.tables import encode_qis
@@ -112,14 +117,15 @@ def _box_groups(arrays: ReleaseArrays) -> set[Any] | None:
     cell_codes: list[np.ndarray] = []
     cell_texts: list[np.ndarray] = []
     for name in schema.qi_names:
-        text = published[name].astype(str).to_numpy(dtype=object)
-        codes, uniques = pd.factorize(text, use_na_sentinel=False)
-        codes = np.asarray(codes, dtype=np.int64)
-        cell = codes[representative]
-        differs = codes != cell[published_group]
+        text = text_array(published[name])
+        # a row differs from its group's representative exactly when its text does
+        # (object comparison is string equality); only the representatives are factorized
+        shown_text = text[representative]
+        differs = text != shown_text[published_group]
         mixed |= np.bincount(published_group[differs], minlength=groups) > 0
-        shown.append(text[representative])
-        cell_codes.append(cell)
+        cell, uniques = pd.factorize(shown_text, use_na_sentinel=False)
+        shown.append(shown_text)
+        cell_codes.append(np.asarray(cell, dtype=np.int64))
         cell_texts.append(np.asarray(uniques, dtype=object))
     flagged: set[Any] = set(arrays.label_list(np.flatnonzero(mixed)))
     assignment = release.assignment
@@ -133,10 +139,7 @@ def _box_groups(arrays: ReleaseArrays) -> set[Any] | None:
     if not known.any():
         return flagged
     # the real rows' box of each group, as group_boxes computes it
-    low = np.full((groups, codes.shape[1]), np.inf)
-    high = np.full((groups, codes.shape[1]), -np.inf)
-    np.minimum.at(low, arrays.assignment_group[known], codes[known])
-    np.maximum.at(high, arrays.assignment_group[known], codes[known])
+    low, high = group_extremes(codes[known], arrays.assignment_group[known], groups)
     held = np.bincount(arrays.assignment_group[known], minlength=groups) > 0
     boxes = np.flatnonzero(held & present & ~mixed)
     uncovered = np.zeros(len(boxes), dtype=bool)

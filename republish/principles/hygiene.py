@@ -40,7 +40,7 @@ import pandas as pd
 
 from republish.errors import ParameterError, format_rows
 from republish.principles.report import VerificationReport, Violation
-from republish.principles.vectorized import ReleaseArrays, counts_in
+from republish.principles.vectorized import ReleaseArrays, counts_in, text_array
 from republish.release import GROUP, Release
 
 __all__ = ["DEFAULT_ALPHA", "check_hygiene", "counterfeit_excess", "hygiene_violations"]
@@ -105,7 +105,7 @@ def _vectorized_excess(arrays: ReleaseArrays) -> tuple[Cells, Cells]:
 
 def _holds_all(column: pd.Series, identifiers: np.ndarray) -> bool:
     """Whether ``column`` (as text) holds every one of the distinct ``identifiers``."""
-    values = column.astype(str).to_numpy(dtype=object)
+    values = text_array(column)
     if len(identifiers) > len(values) or not (values == identifiers[0]).any():
         return False
     return bool(pd.Index(identifiers).isin(values).all())

@@ -23,7 +23,8 @@ import pandas as pd
 
 from republish.release import GROUP, Release
 
-__all__ = ["LastPublication", "ReleaseArrays", "SignatureTable", "integer_column"]
+__all__ = ["LastPublication", "ReleaseArrays", "SignatureTable", "distinct_text", "integer_column",
+           "text_array"]
 
 
 def integer_column(frame: pd.DataFrame, column: str) -> np.ndarray | None:
@@ -42,7 +43,16 @@ def _text_column(frame: pd.DataFrame, column: str) -> np.ndarray | None:
     """``frame[column].astype(str)`` (what the detailed code iterates over), or None."""
     if column not in frame.columns or not frame.columns.is_unique:
         return None
-    return frame[column].astype(str).to_numpy(dtype=object)
+    return text_array(frame[column])
+
+
+def text_array(column: pd.Series) -> np.ndarray:
+    """``column.astype(str)`` as an object array; when every value already is a ``str``
+    (one pass in C decides), the values themselves, without the conversion's copy."""
+    values = column.to_numpy()
+    if values.dtype == object and pd.api.types.infer_dtype(values, skipna=False) == "string":
+        return np.asarray(values, dtype=object)
+    return column.astype(str).to_numpy(dtype=object)
 
 
 class ReleaseArrays:
@@ -99,6 +109,7 @@ class ReleaseArrays:
         self.assignment_value: np.ndarray = codes[size:]
         self.identifiers: np.ndarray = identifiers
         self._identifier_index: pd.Index | None = None
+        self._unique: bool | None = None
 
     @property
     def identifier_index(self) -> pd.Index:
@@ -110,7 +121,10 @@ class ReleaseArrays:
     @property
     def unique_identifiers(self) -> bool:
         """No identifier repeats among the real rows (the detailed code keys on them)."""
-        return bool(self.identifier_index.is_unique)
+        if self._unique is None:
+            self._unique = distinct_text(self.identifiers) or bool(
+                self.identifier_index.is_unique)
+        return self._unique
 
     def distinct_identifiers(self) -> np.ndarray:
         """The distinct identifiers (in order of first occurrence)."""
@@ -142,6 +156,21 @@ class ReleaseArrays:
     def label_list(self, positions: np.ndarray) -> list[Any]:
         """Group labels at ``positions`` as Python ints (as ``Series.tolist()`` gives)."""
         return list(self.labels[positions].tolist())
+
+
+def distinct_text(values: np.ndarray) -> bool:
+    """True when the values are ``str`` with pairwise distinct Python hashes, hence
+    pairwise distinct (equal strings hash equal); False says nothing. Cheaper than
+    hashing the strings into a table: a ``str`` caches its hash, and the int64 hashes are
+    sorted instead."""
+    values = np.asarray(values, dtype=object)
+    if len(values) < 2:
+        return True
+    if pd.api.types.infer_dtype(values, skipna=False) != "string":
+        return False
+    hashes = np.fromiter(map(hash, values.tolist()), dtype=np.int64, count=len(values))
+    hashes.sort()
+    return bool((hashes[1:] != hashes[:-1]).all())
 
 
 def counts_in(keys: np.ndarray, counted: np.ndarray, counts: np.ndarray) -> np.ndarray:

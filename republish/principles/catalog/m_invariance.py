@@ -96,10 +96,23 @@ def check_against_state(
         return VerificationReport("m-invariance", ())
     by_group = group_signatures(release)
     before = state.rows.iloc[positions[known]]
-    pairs = pd.DataFrame({
-        "group": assignment[GROUP].to_numpy()[known],
-        "code": before[SIGNATURE].to_numpy(),
-    }).drop_duplicates()
+    groups = assignment[GROUP].to_numpy()[known]
+    codes = before[SIGNATURE].to_numpy()
+    # Compare signatures as ids: one per distinct set among the state's table and the
+    # groups' signatures (a group T*(j) does not publish has the empty one). Only the
+    # (group, previous signature) pairs that differ reach the detailed loop below.
+    set_ids: dict[frozenset[str], int] = {}
+    state_ids = np.array(
+        [set_ids.setdefault(s, len(set_ids)) for s in state.signatures] or [-1], dtype=np.int64)
+    row_group, distinct_groups = pd.factorize(pd.Series(groups), use_na_sentinel=False)
+    group_ids = np.array(
+        [set_ids.setdefault(by_group.get(g, frozenset()), len(set_ids))
+         for g in distinct_groups.tolist()], dtype=np.int64)
+    bad = group_ids[row_group] != state_ids[codes]
+    if not bad.any():
+        return VerificationReport("m-invariance", ())
+    pairs = pd.DataFrame({"group": groups, "code": codes})
+    pairs = pairs[bad].drop_duplicates()
     violations = []
     for group, code in zip(pairs["group"].tolist(), pairs["code"].tolist(), strict=True):
         now = by_group.get(group, frozenset())
