@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from republish.errors import ParameterError
+from republish.generalization import group_extremes
 from republish.release import COUNT, GROUP, Release
 from republish.schema import Schema
 from republish.tables import encode_qis
@@ -108,10 +109,7 @@ class ReleaseCost:
             return 0.0
         chosen = self.points[rows]
         d = chosen.shape[1]
-        low = np.full((count, d), np.inf)
-        high = np.full((count, d), -np.inf)
-        np.minimum.at(low, labels, chosen)
-        np.maximum.at(high, labels, chosen)
+        low, high = group_extremes(chosen, labels, count)  # linear, not a scatter per row
         present = np.bincount(labels, minlength=count) > 0
         lengths = np.zeros((count, d))
         lengths[present] = self._lengths(low[present], high[present])

@@ -293,7 +293,7 @@ def release(
         except InputError as exc:
             raise InputError(f"{data} does not match the store's schema: {exc}") from exc
         solve = SolveOptions(solver.value, time_limit, cost=cost.value, scheduler=scheduler)
-        with progress(f"release {number}") as report:
+        with progress(f"release {number}", rows=len(table)) as report:
             result = publish_next(
                 opened, table, solve=solve, eligibility=eligibility.value,
                 rng=np.random.default_rng(seed), output=output, fmt=fmt.value,
