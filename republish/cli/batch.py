@@ -93,10 +93,9 @@ def batch(
 
     Finished rows are journaled next to OUTPUT, so --resume continues an interrupted batch.
     """
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from republish.batch.execute import run_batch
     from republish.batch.manifest import load_manifest
+    from republish.cli.progress import progress
 
     try:
         check_range(workers, "--workers", 1, MAX_WORKERS)
@@ -109,15 +108,16 @@ def batch(
         return
     if loaded.duplicates:
         error_console.print(f"note: {loaded.duplicates} duplicate instance(s) ignored.")
-    columns = (
-        TextColumn("[bold]batch"), BarColumn(), TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=error_console, transient=json_output) as bar:
-        task = bar.add_task("starting", total=len(loaded.instances))
+    # a bar on a terminal, plain lines on stderr otherwise (republish.cli.progress)
+    with progress("batch", total=len(loaded.instances)) as reporter:
+        shown = [0]
 
-        def show(progress: BatchProgress) -> None:
-            bar.update(task, completed=progress.done, description=_counts_text(progress))
+        def show(state: BatchProgress) -> None:
+            text = _counts_text(state)
+            while shown[0] < state.done:  # the bar advances by finished instances
+                shown[0] += 1
+                reporter.step(text)
+            reporter.phase(text)
 
         try:
             result = run_batch(

@@ -149,6 +149,7 @@ def ldiv(
     ] = False,
 ) -> None:
     """Publish DATA as an l-diverse table (help text: :data:`LDIV_HELP`)."""
+    from republish.cli.progress import progress
     from republish.schema import load_schema
     from republish.solver.ldiversity import partition_ncp, publish_l_diverse, solve_l_diversity
     from republish.tables import load_table
@@ -158,15 +159,20 @@ def ldiv(
         check_range(workers, "--workers", 1, MAX_WORKERS)
         check_range(seed, "--seed", 0, MAX_SEED)
         _refuse_existing(output, overwrite)  # the refusal, before any work
-        parsed = load_schema(schema)
-        table = load_table(data, parsed)
-        solution = solve_l_diversity(
-            table, parsed, l, method.value, time_limit=time_limit, num_workers=workers,
-            seed=seed,
-        )
-        published = publish_l_diverse(table, parsed, solution, seed=seed,
-                                      model=rendering.value)
-        _write(output, published, overwrite)
+        with progress("ldiv") as reporter:
+            reporter.phase("reading")
+            parsed = load_schema(schema)
+            table = load_table(data, parsed)
+            reporter.rows(len(table))
+            reporter.phase(f"method {method.value} (at most {time_limit:g} s)")
+            solution = solve_l_diversity(
+                table, parsed, l, method.value, time_limit=time_limit, num_workers=workers,
+                seed=seed,
+            )
+            reporter.phase("writing")
+            published = publish_l_diverse(table, parsed, solution, seed=seed,
+                                          model=rendering.value)
+            _write(output, published, overwrite)
     except RepublishError as exc:
         fail(str(exc))
         return
