@@ -171,8 +171,59 @@ def census_schema(sensitive: str = "occupation") -> Schema:
     )
 
 
+#: Occupation counts of the ARX edition of UCI Adult (30,162 rows), most frequent first:
+#: the skew of a real occupation column, for ``synthetic_census(sensitive_distribution=...)``.
+ADULT_OCCUPATION_COUNTS = {
+    "Prof-specialty": 4038, "Craft-repair": 4030, "Exec-managerial": 3992,
+    "Adm-clerical": 3721, "Sales": 3584, "Other-service": 3212, "Machine-op-inspct": 1966,
+    "Transport-moving": 1572, "Handlers-cleaners": 1350, "Farming-fishing": 989,
+    "Tech-support": 912, "Protective-serv": 644, "Priv-house-serv": 143, "Armed-Forces": 9,
+}
+_DISTRIBUTIONS = ("census", "adult-occupation", "adult-occupation-50")
+
+
+def sensitive_shares(distribution: str) -> dict[str, float]:
+    """Value shares of a skewed ``sensitive_distribution`` of :func:`synthetic_census`.
+
+    ``adult-occupation``: Adult's 14 occupations with their shares (largest 13.4%, so a
+    table drawn from it is at most 7-eligible). ``adult-occupation-50``: the same
+    rank-frequency curve stretched to the 50 values of the paper's Table 5 (shares
+    interpolated linearly at ranks ``(j - 0.5) / 50`` of Adult's ``(k - 0.5) / 14``, then
+    normalized): largest ~3.8%, smallest ~0.0015%, named ``occupation-01`` (most frequent)
+    to ``occupation-50``.
+    """
+    counts = np.asarray(list(ADULT_OCCUPATION_COUNTS.values()), dtype=np.float64)
+    shares = counts / counts.sum()
+    if distribution == "adult-occupation":
+        return dict(zip(ADULT_OCCUPATION_COUNTS, shares.tolist(), strict=True))
+    if distribution == "adult-occupation-50":
+        size = CENSUS_DOMAINS["occupation"]
+        at = (np.arange(size) + 0.5) / size
+        curve = np.interp(at, (np.arange(len(shares)) + 0.5) / len(shares), shares)
+        curve = curve / curve.sum()
+        return dict(zip(_names("occupation", size), curve.tolist(), strict=True))
+    raise ParameterError(
+        f"sensitive_distribution={distribution!r}: use one of {list(_DISTRIBUTIONS)}."
+    )
+
+
+def _skewed_codes(rng: np.random.Generator, driver: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """Value codes with exactly-expected marginal ``shares`` correlated with ``driver``.
+
+    A Gaussian copula on ranks: latent ``z = 0.5 * standardized(driver) + sqrt(0.75) * noise``,
+    its empirical quantile picks the value (code 0 the most frequent, so frequent values
+    go with low ``driver``)."""
+    n = len(driver)
+    spread = driver.std() if n > 1 and driver.std() > 0 else 1.0
+    latent = 0.5 * (driver - driver.mean()) / spread + np.sqrt(0.75) * rng.standard_normal(n)
+    quantile = (np.argsort(np.argsort(latent, kind="stable"), kind="stable") + 0.5) / n
+    bounds = np.cumsum(shares)
+    return np.minimum(np.searchsorted(bounds / bounds[-1], quantile), len(shares) - 1)
+
+
 def synthetic_census(
-    n: int, seed: int, sensitive: str = "occupation"
+    n: int, seed: int, sensitive: str = "occupation",
+    sensitive_distribution: str = "census",
 ) -> tuple[pd.DataFrame, Schema]:
     """A census-like table of ``n`` rows with the domains of Table 5 (m-invariance paper).
 
@@ -185,11 +236,18 @@ def synthetic_census(
     1/50 * 1/2 + 1/20 * 1/2 = 3.5% of the rows (in expectation): the table is
     comfortably m-eligible for m = 10 (which needs at most 10%) and for m up to ~25.
     Same ``n`` and ``seed``, same table. Returns the validated table and its schema.
+
+    ``sensitive_distribution`` (default ``census``, the above) may instead give the SA
+    the skew of a real occupation column (:func:`sensitive_shares`): ``adult-occupation``
+    (Adult's 14 occupations and shares) or ``adult-occupation-50`` (Adult's curve over 50
+    values); the value is drawn from those shares, correlated with education (age for
+    ``income``) by a rank copula. The QIs are the same as with ``census``.
     """
     if n < 1:
         raise ParameterError(f"n={n}: the table needs at least one row.")
     if sensitive not in _SENSITIVE_CHOICES:
         raise ParameterError(f"sensitive={sensitive!r}: use one of {list(_SENSITIVE_CHOICES)}.")
+    skew = None if sensitive_distribution == "census" else sensitive_shares(sensitive_distribution)
     rng = np.random.default_rng(seed)
     schema = census_schema(sensitive)
     sizes = CENSUS_DOMAINS
@@ -203,11 +261,15 @@ def synthetic_census(
     driver, driver_size = (
         (education, sizes["education"]) if sensitive == "occupation" else (age_code, sizes["age"])
     )
-    window_start = (driver * (values - window)) // (driver_size - 1)
-    in_window = window_start + rng.integers(0, window, size=n)
-    uniform = rng.integers(0, values, size=n)
-    code = np.where(rng.random(n) < 0.5, uniform, in_window)
-    sensitive_names = _names(sensitive, values)
+    if skew is None:
+        window_start = (driver * (values - window)) // (driver_size - 1)
+        in_window = window_start + rng.integers(0, window, size=n)
+        uniform = rng.integers(0, values, size=n)
+        code = np.where(rng.random(n) < 0.5, uniform, in_window)
+        sensitive_names: Sequence[str] = _names(sensitive, values)
+    else:
+        code = _skewed_codes(rng, driver.astype(np.float64), np.asarray(list(skew.values())))
+        sensitive_names = list(skew)
     orders = {qi.name: np.asarray(qi.order, dtype=object) for qi in schema.qis if qi.order}
     table = pd.DataFrame({
         "id": np.arange(n).astype(str).astype(object),

@@ -1,0 +1,98 @@
+"""Counterfeits as m grows (issue 19, item 2; m-invariance paper §5.2, Fig. 6b).
+
+The paper (OCC/SAL, T(1) = 200k, r = 5k, 81 releases) varies m from 2 to 10: the average
+number of counterfeits per release "never exceeds 2.5". This script publishes the
+census-like series (:func:`republish.datasets.synthetic_census`; ``--distributions``
+adds the Adult-skewed SA) with the paper's Assign (``mode='heuristic'``) for m up to 20
+and records max and mean counterfeits per release.
+
+Usage (the RESULTS.md run, scaled down 10x: T(1) = 20k, r = 500, the same 81 releases)::
+
+    nice -n 10 .venv/bin/python benchmarks/m_invariance_fig6b.py \
+        --rows 60000 --initial 20000 --r 500 --ms 2 4 6 8 10 12 14 16 18 20
+
+Writes ``benchmarks/m_invariance_fig6b.csv`` and ``benchmarks/figures/m_invariance_fig6b.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from m_invariance_common import (  # noqa: E402
+    MACHINE,
+    counterfeit_summary,
+    markdown,
+    run_series,
+    series_table,
+)
+
+HERE = Path(__file__).resolve().parent
+
+
+def plot(summary: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for (distribution, policy), part in summary.groupby(["distribution", "policy"], sort=False):
+        axes[0].plot(part["m"], part["mean"], marker="o", label=f"{distribution} ({policy})")
+        axes[1].plot(part["m"], part["max"], marker="o", label=f"{distribution} ({policy})")
+    axes[0].axhline(2.5, color="grey", linestyle="--", linewidth=0.8, label="paper: mean <= 2.5")
+    axes[0].set(xlabel="m", ylabel="mean counterfeits per release", title="Fig. 6b: mean")
+    axes[1].set(xlabel="m", ylabel="max counterfeits in a release", title="max")
+    for axis in axes:
+        axis.set_yscale("symlog", linthresh=1)
+        axis.set_ylim(bottom=0)
+        axis.legend(fontsize=8)
+        axis.grid(alpha=0.3)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=60_000)
+    parser.add_argument("--initial", type=int, default=20_000)
+    parser.add_argument("--r", type=int, default=500)
+    parser.add_argument("--ms", type=int, nargs="+", default=[2, 4, 6, 8, 10, 12, 14, 16, 18, 20])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--distributions", nargs="+", default=["census"])
+    parser.add_argument("--policies", nargs="+", default=["assign"])
+    parser.add_argument("--max-releases", type=int, default=None)
+    parser.add_argument("--csv", type=Path, default=HERE / "m_invariance_fig6b.csv")
+    parser.add_argument("--figure", type=Path, default=HERE / "figures" / "m_invariance_fig6b.png")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    records: list[dict[str, object]] = []
+    for distribution in args.distributions:
+        table, schema = series_table(args.rows, args.seed, distribution)
+        for policy in args.policies:
+            for m in args.ms:
+                part = run_series(table, schema, args.initial, args.r, m, args.seed + args.r,
+                                  policy=policy, max_releases=args.max_releases,
+                                  label=distribution)
+                for record in part:
+                    record["distribution"] = distribution
+                records.extend(part)
+                pd.DataFrame(records).to_csv(args.csv, index=False)
+    results = pd.DataFrame(records)
+    summary = counterfeit_summary(results, ["distribution", "policy", "m"])
+    plot(summary, args.figure)
+    print()
+    print(f"Date {date.today()}, {MACHINE}, total {time.perf_counter() - start:.0f} s")
+    print(markdown(summary))
+
+
+if __name__ == "__main__":
+    main()
