@@ -33,6 +33,7 @@ from republish.certificate import Certificate, Status
 from republish.errors import ParameterError
 from republish.generalization import Domain, group_boxes, perimeters
 from republish.heuristics.assign import assign_new_rows
+from republish.heuristics.assign_reuse import assign_reusing
 from republish.heuristics.balancing import balance_buckets
 from republish.heuristics.division import divide_by_signature
 from republish.heuristics.perimeter_split import SplitResult
@@ -142,6 +143,7 @@ def publish_m_invariant(
     new_population: bool = False,
     cost: CostName = "perimeter",
     scheduler: str | None = None,
+    assign: str = "paper",
 ) -> StepResult:
     """Compute, verify and return release ``n`` of an m-invariant sequence.
 
@@ -157,7 +159,9 @@ def publish_m_invariant(
     the lexicographic objective of :mod:`republish.objectives` (``cost``: ``perimeter``
     or ``ncp`` as objective (b)). ``scheduler`` runs the heuristic split of the buckets as
     tasks (``local``, ``processes`` or a Dask address ``tcp://HOST:PORT``;
-    :mod:`republish.solver.bucket_tasks`), with the same result. The other parameters are
+    :mod:`republish.solver.bucket_tasks`), with the same result. ``assign``: ``paper``
+    (Algorithm Assign, §4.2) or ``reuse`` (existing signatures first,
+    :mod:`republish.heuristics.assign_reuse`). The other parameters are
     those of
     :func:`republish.solver.release_step.run_release_step`.
 
@@ -169,7 +173,8 @@ def publish_m_invariant(
     """
     return run_release_step(
         PRINCIPLE, build_m_invariant, table, schema, MInvarianceOptions(m), previous,
-        solve=SolveOptions(mode, time_limit, workers, cost=cost, scheduler=scheduler),
+        solve=SolveOptions(mode, time_limit, workers, cost=cost, scheduler=scheduler,
+                           assign=assign),
         eligibility=eligibility,
         rng=rng,
         number=number, progress=progress, validated=validated, new_population=new_population,
@@ -230,7 +235,9 @@ def build_m_invariant(context: StepContext) -> Built:
     assign_counts = {v: len(r) for v, r in work.pool.items() if len(r)}
     for value, count in solution.counterfeits.items():
         assign_counts[value] = assign_counts.get(value, 0) + count
-    place_assignment(work, assign_new_rows(assign_counts, m).moves)
+    assigned = (assign_reusing(assign_counts, m, work.signatures) if solve.assign == "reuse"
+                else assign_new_rows(assign_counts, m))
+    place_assignment(work, assigned.moves)
 
     timer.phase("split")
     codes, normalized = _normalized_points(table, schema)

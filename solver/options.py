@@ -18,10 +18,12 @@ from typing import Literal, cast
 from republish.errors import ParameterError
 from republish.objectives import CostName, validate_cost
 
-__all__ = ["MODES", "Deadline", "Mode", "SolveOptions"]
+__all__ = ["ASSIGN_POLICIES", "MODES", "Deadline", "Mode", "SolveOptions"]
 
 Mode = Literal["auto", "exact", "heuristic"]
 MODES: tuple[Mode, ...] = ("auto", "exact", "heuristic")
+#: How an m-invariant release's new rows open buckets (:attr:`SolveOptions.assign`).
+ASSIGN_POLICIES: tuple[str, ...] = ("paper", "reuse")
 #: More than a week for one release step is a typo.
 MAX_TIME_LIMIT = 7 * 24 * 3600.0
 
@@ -64,6 +66,10 @@ class SolveOptions:
     scheduler: str | None = None
     #: Tasks the buckets are cut into when ``scheduler`` is set (0: automatic).
     split_tasks: int = 0
+    #: How new rows open buckets (m-invariance §4.2): ``paper`` (Algorithm Assign) or
+    #: ``reuse`` (existing signatures first, :mod:`republish.heuristics.assign_reuse`;
+    #: fewer counterfeits later, benchmarks/RESULTS.md, issue 19 item 1).
+    assign: str = "paper"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -92,6 +98,9 @@ class SolveOptions:
                 or not 0 <= self.split_tasks <= 1_000_000:
             raise ParameterError(
                 f"split_tasks must be an integer >= 0 (0: automatic), got {self.split_tasks!r}.")
+        if self.assign not in ASSIGN_POLICIES:
+            raise ParameterError(f"assign (--assign) must be one of {list(ASSIGN_POLICIES)}, "
+                                 f"got {self.assign!r}.")
         object.__setattr__(self, "cost", validate_cost(self.cost))
         object.__setattr__(self, "mode", cast(Mode, self.mode))
         object.__setattr__(self, "time_limit", float(limit))

@@ -261,6 +261,7 @@ class Store:
         warn_share: float = defaults.WARN_SHARE,
         progress: Say | None = None,
         scheduler: str | None = None,
+        assign: str = "paper",
     ) -> Release:
         """Compute, verify and record the next release of ``table`` (a DataFrame, or a CSV
         or Parquet path read with the schema's delimiter), as ``republish release`` does.
@@ -272,7 +273,8 @@ class Store:
         tests. A :class:`ReleaseWarning` is issued (and listed in ``Release.warnings``)
         when deferrals or counterfeits exceed ``warn_share`` of the rows. ``scheduler``
         (``solver="heuristic"``): split the buckets as tasks (``"processes"`` or a Dask
-        address ``"tcp://HOST:PORT"``); the release is the same.
+        address ``"tcp://HOST:PORT"``); the release is the same. ``assign``: ``"paper"``
+        (Algorithm Assign) or ``"reuse"`` (existing signatures first).
         """
         warn_share = validate_share(warn_share)
         opened = self._store
@@ -283,7 +285,7 @@ class Store:
         except InputError as exc:
             raise InputError(f"the table does not match the store's schema: {exc}") from exc
         solve = SolveOptions(solver, time_limit, cost=cost,  # type: ignore[arg-type]
-                             scheduler=scheduler)
+                             scheduler=scheduler, assign=assign)
         folder = None if output is None else Path(output)
         result = publish_next(opened, valid, solve=solve, eligibility=eligibility,
                               rng=np.random.default_rng(seed), output=folder, fmt=fmt,

@@ -253,6 +253,12 @@ def release(
                      help="Warn on stderr when the release defers, or adds counterfeits for, "
                      "more than this share of its rows (0.05 = 5 %), naming the cause."),
     ] = defaults.WARN_SHARE,
+    assign: Annotated[
+        str,
+        typer.Option("--assign", help="m-invariance: how new rows open buckets: 'paper' "
+                     "(Algorithm Assign, default) or 'reuse' (existing signatures first: "
+                     "fewer counterfeits in later releases, benchmarks/RESULTS.md)."),
+    ] = "paper",
     scheduler: Annotated[
         str | None,
         typer.Option("--scheduler", help="m-invariance with --solver heuristic: split the "
@@ -292,7 +298,8 @@ def release(
             table = validate_table(frame, opened.schema, opened.identifier_kind)
         except InputError as exc:
             raise InputError(f"{data} does not match the store's schema: {exc}") from exc
-        solve = SolveOptions(solver.value, time_limit, cost=cost.value, scheduler=scheduler)
+        solve = SolveOptions(solver.value, time_limit, cost=cost.value, scheduler=scheduler,
+                             assign=assign)
         with progress(f"release {number}", rows=len(table)) as report:
             result = publish_next(
                 opened, table, solve=solve, eligibility=eligibility.value,
