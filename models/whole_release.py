@@ -225,10 +225,7 @@ def _by_neighbourhoods(problem: WholeReleaseProblem, incumbent: _Candidate,
     """A release too large for the set-partitioning model: the best start improved by
     large-neighbourhood search (:mod:`republish.models.whole_release_neighbourhoods`) for
     the rest of the budget; (b) keeps the cycle-cover bound where it is cheap."""
-    from republish.models.whole_release_neighbourhoods import (
-        GROUPS_PER_NEIGHBOURHOOD,
-        improve_by_neighbourhoods,
-    )
+    from republish.models.whole_release_neighbourhoods import improve_by_neighbourhoods
 
     bound_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
     deadline = started + time_limit * (1 - bound_share)
@@ -247,8 +244,8 @@ def _by_neighbourhoods(problem: WholeReleaseProblem, incumbent: _Candidate,
         bound_b = max(0.0, cycle_cover_bound(problem, measure, float(incumbent.a), weight,
                                              deadline=started + time_limit))
     detail = (f"large-neighbourhood search: {search.solved} neighbourhoods of "
-              f"{GROUPS_PER_NEIGHBOURHOOD} groups solved, {search.improved} improved; answer "
-              f"from the {best.source}")
+              f"{search.groups_per_neighbourhood} groups solved, {search.improved} improved; "
+              f"answer from the {best.source}")
     answer = _answer(problem, best, (status_a, status_b), (bound_a, bound_b), started, 0,
                      detail)
     broken = release_problems(problem, answer.groups, answer.deferred)
