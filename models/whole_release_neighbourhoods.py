@@ -95,7 +95,8 @@ def _costs(problem: WholeReleaseProblem, measure: Extent, groups: Sequence[np.nd
 def improve_by_neighbourhoods(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *,
                               deadline: float, seed: int = 0,
                               groups_per_neighbourhood: int | None = None,
-                              extent: Extent | None = None) -> Neighbourhoods:
+                              extent: Extent | None = None,
+                              keep_signatures: bool = False) -> Neighbourhoods:
     """Improve the release ``groups`` of ``problem`` (deferred rows stay deferred) until
     ``time.perf_counter()`` passes ``deadline``. ``extent``: the model's extent (>= 0,
     monotone under inclusion; default the box extent of ``problem.points``);
@@ -109,12 +110,20 @@ def improve_by_neighbourhoods(problem: WholeReleaseProblem, groups: Sequence[np.
     measure: Extent = extent if extent is not None else BoxExtent(problem.points)
     box = extent is None or isinstance(extent, BoxExtent)
     centroids = np.array([problem.points[g].mean(axis=0) for g in current])
+    keys = {sigma: code for code, sigma in enumerate(
+        sorted({group_signature(problem, g) for g in current}, key=sorted))}
+    signatures = np.array([keys[group_signature(problem, g)] for g in current])
     costs = _costs(problem, measure, current)
     solved = improved = 0
     k = max(2, min(groups_per_neighbourhood, len(current)))
     while time.perf_counter() < deadline:
         seed_group = int(rng.integers(len(current)))
         distance = np.abs(centroids - centroids[seed_group]).sum(axis=1)
+        if keep_signatures:  # only groups of the seed's signature: every row keeps its σ
+            distance[signatures != signatures[seed_group]] = np.inf
+            if np.isinf(np.partition(distance, min(k, len(distance)) - 1)[min(
+                    k, len(distance)) - 1]):
+                continue
         chosen = np.argpartition(distance, k - 1)[:k]
         rows = np.concatenate([current[c] for c in chosen.tolist()])
         sub, local_groups = _sub_problem(problem, rows, [current[c] for c in chosen.tolist()])
@@ -143,6 +152,8 @@ def improve_by_neighbourhoods(problem: WholeReleaseProblem, groups: Sequence[np.
         keep = np.setdiff1d(np.arange(len(current)), chosen)
         current = [current[c] for c in keep.tolist()] + fresh
         costs = [costs[c] for c in keep.tolist()] + fresh_costs
+        signatures = np.append(signatures[keep], [
+            keys.setdefault(group_signature(problem, g), len(keys)) for g in fresh])
         centroids = np.vstack([centroids[keep], [problem.points[g].mean(axis=0)
                                                  for g in fresh]])
         k = max(2, min(groups_per_neighbourhood, len(current)))

@@ -106,3 +106,24 @@ def test_search_with_a_custom_extent_measures_with_it() -> None:
     groups = list(found.groups)
     assert release_problems(problem, groups, np.zeros(0, np.int64)) == []
     assert cost_of(groups) < cost_of(start)
+
+
+def test_keep_signatures_keeps_every_rows_signature() -> None:
+    """With keep_signatures every row ends in a group of its starting signature (so the
+    buckets of the next release are those of the start), and the release still improves."""
+    problem = census_like(9)
+    rng = np.random.default_rng(9)
+    new = np.flatnonzero(problem.bucket < 0)
+    # new rows in groups of two different signatures: {6, 7, 8} and {6, 7, 8} padded apart
+    start = [g for g in scattered_release(problem, 9) if (problem.bucket[g] >= 0).any()]
+    shuffled = rng.permutation(new)
+    by_value = {v: shuffled[problem.values[shuffled] == v] for v in (6, 7, 8)}
+    start += [np.array([by_value[6][j], by_value[7][j], by_value[8][j]]) for j in range(10)]
+    before = {int(i): group_signature(problem, g) for g in start for i in g.tolist()}
+    found = improve_by_neighbourhoods(problem, start, deadline=time.perf_counter() + 1.0,
+                                      seed=9, keep_signatures=True)
+    groups = list(found.groups)
+    assert release_problems(problem, groups, np.zeros(0, np.int64)) == []
+    after = {int(i): group_signature(problem, g) for g in groups for i in g.tolist()}
+    assert after == before
+    assert costs(problem, groups)[1] < costs(problem, start)[1]
