@@ -416,7 +416,7 @@ def _qi_from_mapping(entry: Any, base: Path, source: str, index: int) -> QIAttri
         if not isinstance(entry["hierarchy"], str) or not entry["hierarchy"]:
             raise SchemaError(f"{where}: 'hierarchy' must be the path of the hierarchy file.")
         hierarchy_path = entry["hierarchy"]
-        hierarchy = Hierarchy.from_file(base / hierarchy_path)
+        hierarchy = Hierarchy.from_file(hierarchy_file(base, hierarchy_path, where))
     domain = entry.get("domain")
     if domain is not None and (not isinstance(domain, list) or len(domain) != 2 or not all(
             isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
@@ -430,6 +430,26 @@ def _qi_from_mapping(entry: Any, base: Path, source: str, index: int) -> QIAttri
         hierarchy_path=hierarchy_path,
         domain=(float(domain[0]), float(domain[1])) if domain is not None else None,
     )
+
+
+#: A ``hierarchy`` path with this prefix names a file of the shared data directory
+#: (:func:`republish.datasets.datasets_dir`), e.g. ``dataset:adult/adult_hierarchy_sex.csv``:
+#: a schema can use a dataset's hierarchy files as they are, without a copy beside it.
+DATASET_PREFIX = "dataset:"
+
+
+def hierarchy_file(base: Path, path: str, where: str) -> Path:
+    """The file a schema's ``hierarchy`` key names: relative to the schema's folder
+    ``base``, or with :data:`DATASET_PREFIX` to the shared data directory."""
+    if not path.startswith(DATASET_PREFIX):
+        return base / path
+    from republish.datasets import datasets_dir, where_looked  # datasets imports this module
+
+    directory = datasets_dir()
+    if directory is None:
+        raise SchemaError(f"{where}: hierarchy {path!r} names the shared data directory, "
+                          f"which was not found; looked in {where_looked()}.")
+    return directory / path[len(DATASET_PREFIX):]
 
 
 def make_schema(

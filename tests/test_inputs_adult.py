@@ -11,14 +11,14 @@ from helpers import run_cli
 
 import republish
 from republish import datasets
-from republish.errors import InputError
+from republish.errors import InputError, SchemaError
 from republish.schema import ROW_NUMBER, load_schema
 from republish.tables import load_table
 
 EXAMPLE = Path(republish.__file__).resolve().parent / "examples" / "adult" / "schema.toml"
 
 
-def test_the_example_schema_ships_with_its_hierarchies() -> None:
+def test_the_example_schema_reads_the_datasets_hierarchies(adult_dir: Path) -> None:
     schema = load_schema(EXAMPLE)
     assert schema.row_ids and schema.sensitive == "occupation" and schema.delimiter == ";"
     assert schema.qi_names == ["sex", "age", "race", "marital-status", "education",
@@ -41,8 +41,6 @@ def test_adult_loads_with_the_example_schema(adult_dir: Path) -> None:
 
 
 def test_adult_without_the_delimiter_key(adult_dir: Path, tmp_path: Path) -> None:
-    for hierarchy in EXAMPLE.parent.glob("*.csv"):
-        (tmp_path / hierarchy.name).write_bytes(hierarchy.read_bytes())
     schema_path = tmp_path / "schema.toml"
     schema_path.write_text(EXAMPLE.read_text(encoding="utf-8").replace('delimiter = ";"\n', ""),
                            encoding="utf-8")
@@ -140,3 +138,10 @@ def test_a_release_series_of_adult_with_the_series_schema(
                                   str(tmp_path / "x.db"), str(adult_dir / "adult.csv"),
                                   "-o", str(tmp_path / "x"))
     assert code == 2 and "needs an 'id' column" in stderr
+
+
+def test_a_dataset_hierarchy_without_the_data_names_where_it_looked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(datasets.ENVIRONMENT_VARIABLE, str(tmp_path / "nowhere"))
+    with pytest.raises(SchemaError, match="shared data directory.*REPUBLISH_DATASETS"):
+        load_schema(EXAMPLE)
