@@ -333,14 +333,15 @@ def fsync_directory(directory: Path) -> None:
         os.close(handle)
 
 
-def write_file_durably(path: Path, data: bytes) -> None:
+def write_file_durably(path: Path, data: bytes, mode: int = 0o666) -> None:
     """Write ``data`` to ``path`` whole or not at all: a temporary file in the same folder,
     fsynced, then renamed over ``path`` (a symbolic link at ``path`` is replaced, never
-    followed), then the folder fsynced."""
+    followed), then the folder fsynced. ``mode`` (less the umask) is the new file's: by
+    default that of any new file (mkstemp would make it private); ``0o600`` for a private
+    file."""
     path = Path(path)
     temporary = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    # Mode 0o666 less the umask, as for any new file (mkstemp would make it private).
-    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)

@@ -24,8 +24,6 @@ import contextlib
 import csv
 import io
 import math
-import os
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +32,7 @@ from typing import Literal
 import pandas as pd
 
 from republish.errors import ParameterError
-from republish.release import fsync_directory
+from republish.release import write_file_durably
 from republish.schema import Schema
 from republish.state import PublisherState
 from republish.store import ReleaseStore
@@ -189,17 +187,5 @@ def write_deferred(store: ReleaseStore) -> Path | None:
 
 def _write_private(path: Path, data: bytes) -> None:
     """``data`` to ``path`` whole or not at all, readable by its owner only."""
-    temporary = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    fsync_directory(path.parent)
+    write_file_durably(path, data, mode=0o600)
 
