@@ -69,6 +69,22 @@ def largest_alpha(counts: list[int], beta: int, m: int) -> int:
     return max(alpha, 0)
 
 
+def eligible_counts(counts: Mapping[str, int], m: int) -> dict[str, int]:
+    """The non-zero counts by value (as text), checked non-negative and m-eligible (no
+    value above 1/m of the rows: Lemma 5's precondition)."""
+    remaining = {str(v): int(c) for v, c in counts.items() if int(c) != 0}
+    if any(c < 0 for c in remaining.values()):
+        raise InputError("counts must be non-negative.")
+    total = sum(remaining.values())
+    for value, count in remaining.items():
+        if m * count > total:
+            raise ParameterError(
+                f"the new rows are not {m}-eligible: value {value!r} has {count} of {total} "
+                f"rows, more than 1/{m}; make them eligible first (counterfeits or deferrals)."
+            )
+    return remaining
+
+
 def assign_new_rows(counts: Mapping[str, int], m: int) -> AssignResult:
     """Run Algorithm Assign (Fig. 3) on the value counts of an m-eligible ``S−``.
 
@@ -85,16 +101,7 @@ def assign_new_rows(counts: Mapping[str, int], m: int) -> AssignResult:
         if ``m < 2`` or the counts are not m-eligible (name the value to fix).
     """
     m = validate_m(m)
-    remaining = {str(v): int(c) for v, c in counts.items() if int(c) != 0}
-    if any(c < 0 for c in remaining.values()):
-        raise InputError("counts must be non-negative.")
-    total = sum(remaining.values())
-    for value, count in remaining.items():
-        if m * count > total:
-            raise ParameterError(
-                f"the new rows are not {m}-eligible: value {value!r} has {count} of {total} "
-                f"rows, more than 1/{m}; make them eligible first (counterfeits or deferrals)."
-            )
+    remaining = eligible_counts(counts, m)
     moves: list[tuple[tuple[str, ...], int]] = []
     buckets: dict[frozenset[str], dict[str, int]] = {}
     while remaining:

@@ -37,8 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from republish.errors import InputError, ParameterError
-from republish.heuristics.assign import AssignResult, largest_alpha
+from republish.heuristics.assign import AssignResult, eligible_counts, largest_alpha
 from republish.parameters import validate_m
 
 __all__ = ["assign_reusing", "reuse_alpha"]
@@ -89,16 +88,7 @@ def assign_reusing(
         if ``m < 2`` or the counts are not m-eligible.
     """
     m = validate_m(m)
-    remaining = {str(v): int(c) for v, c in counts.items() if int(c) != 0}
-    if any(c < 0 for c in remaining.values()):
-        raise InputError("counts must be non-negative.")
-    total = sum(remaining.values())
-    for value, count in remaining.items():
-        if m * count > total:
-            raise ParameterError(
-                f"the new rows are not {m}-eligible: value {value!r} has {count} of {total} "
-                f"rows, more than 1/{m}; make them eligible first (counterfeits or deferrals)."
-            )
+    remaining = eligible_counts(counts, m)
     known: list[frozenset[str]] = []
     for signature in existing:
         signature = frozenset(str(v) for v in signature)
