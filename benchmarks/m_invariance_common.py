@@ -1,30 +1,21 @@
 """Shared pieces of the m-invariance experiment scripts (issue 19, items 1-4).
 
 * :func:`series_table` -- the census-like table with a chosen SA distribution;
-* :func:`reuse_assign` -- a context manager that runs the "reuse existing signatures"
-  Assign (:mod:`republish.heuristics.assign_reuse`) inside ``publish_m_invariant``
-  without editing the solver: it wraps ``republish.solver.m_invariance.place_assignment``
-  for the duration of the ``with`` block (benchmark-only; the product hook is one line,
-  see the module docstring of ``assign_reuse``);
 * :func:`run_series` -- publish a dynamic series, one record per release (counterfeits,
   deferrals, buckets/signatures, wall and CPU time), optionally keeping the releases.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-import republish.solver.m_invariance as mi
 from republish.datasets import dynamic_series, synthetic_census
-from republish.heuristics.assign_reuse import assign_reusing
 from republish.schema import Schema
 from republish.solver.m_invariance import publish_m_invariant
 from republish.state import PublisherState
@@ -37,40 +28,14 @@ def series_table(rows: int, seed: int, distribution: str) -> tuple[pd.DataFrame,
     return synthetic_census(rows, seed=seed, sensitive_distribution=distribution)
 
 
-@contextlib.contextmanager
-def reuse_assign(m: int) -> Iterator[None]:
-    """Run Assign with signature reuse inside ``publish_m_invariant`` (benchmark only).
-
-    The wrapper receives the paper's Assign moves, sums them back into the counts it was
-    given (the moves consume exactly ``assign_counts``) and places the moves of
-    :func:`assign_reusing` over the workspace's signatures instead."""
-    original = mi.place_assignment
-
-    def place(work: Any, moves: tuple[tuple[tuple[str, ...], int], ...]) -> None:
-        counts: Counter[str] = Counter()
-        for values, alpha in moves:
-            for value in values:
-                counts[value] += alpha
-        sizes: Counter[frozenset[str]] = Counter()
-        for rows, buckets in zip(work.rows, work.buckets, strict=True):
-            if len(rows):
-                sizes[work.signatures[int(buckets[0])]] += len(rows)
-        original(work, assign_reusing(counts, m, list(work.signatures), sizes).moves)
-
-    mi.place_assignment = place  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        mi.place_assignment = original  # type: ignore[assignment]
-
-
 def run_series(
     table: pd.DataFrame, schema: Schema, initial: int, r: int, m: int, seed: int,
     policy: str = "assign", max_releases: int | None = None, time_limit: float = 5.0,
     keep: Callable[[int, pd.DataFrame, Any], None] | None = None, label: str = "",
 ) -> list[dict[str, object]]:
     """Publish ``dynamic_series(table, initial, r, ...)`` with ``policy`` (``assign``: the
-    paper's phases, ``mode='heuristic'``; ``reuse``: the same with :func:`reuse_assign`;
+    paper's phases, ``mode='heuristic'``; ``reuse``: the same with ``assign="reuse"``
+    (:mod:`republish.heuristics.assign_reuse`);
     ``exact``: ``mode='exact'`` with ``time_limit`` s per release). ``keep(number,
     microdata, result)`` sees every release (e.g. to measure query error)."""
     if policy not in POLICIES:
@@ -83,32 +48,31 @@ def run_series(
     rng = np.random.default_rng(seed)
     records: list[dict[str, object]] = []
     mode = "exact" if policy == "exact" else "heuristic"
-    context = reuse_assign(m) if policy == "reuse" else contextlib.nullcontext()
-    with context:
-        for number, microdata in enumerate(series, start=1):
-            cpu0, wall0 = time.process_time(), time.perf_counter()
-            result = publish_m_invariant(
-                microdata, schema, m, state, rng=rng, validated=True, mode=mode,  # type: ignore[arg-type]
-                time_limit=time_limit,
-            )
-            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-            state = result.state
-            times = result.certificate.times
-            records.append({
-                "label": label, "policy": policy, "m": m, "r": r, "release": number,
-                "rows": result.rows, "new": result.new, "deleted": result.deleted,
-                "counterfeits": result.counterfeits, "deferred": result.deferred,
-                "groups": result.groups, "signatures": len(state.signatures),
-                "mean_perimeter": result.mean_perimeter, "wall_s": wall, "cpu_s": cpu,
-                "verify_s": times.get("verify", 0.0), "status": result.certificate.status,
-                "load_average": os.getloadavg()[0],
-            })
-            if keep is not None:
-                keep(number, microdata, result)
-            series[number - 1] = microdata.iloc[:0]
-            print(f"{label} {policy} m={m} r={r} release {number}/{len(series)}: "
-                  f"{result.counterfeits} counterfeits, {len(state.signatures)} signatures, "
-                  f"{wall:.2f} s", flush=True)
+    assign = "reuse" if policy == "reuse" else "paper"
+    for number, microdata in enumerate(series, start=1):
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        result = publish_m_invariant(
+            microdata, schema, m, state, rng=rng, validated=True, mode=mode,  # type: ignore[arg-type]
+            time_limit=time_limit, assign=assign,
+        )
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        state = result.state
+        times = result.certificate.times
+        records.append({
+            "label": label, "policy": policy, "m": m, "r": r, "release": number,
+            "rows": result.rows, "new": result.new, "deleted": result.deleted,
+            "counterfeits": result.counterfeits, "deferred": result.deferred,
+            "groups": result.groups, "signatures": len(state.signatures),
+            "mean_perimeter": result.mean_perimeter, "wall_s": wall, "cpu_s": cpu,
+            "verify_s": times.get("verify", 0.0), "status": result.certificate.status,
+            "load_average": os.getloadavg()[0],
+        })
+        if keep is not None:
+            keep(number, microdata, result)
+        series[number - 1] = microdata.iloc[:0]
+        print(f"{label} {policy} m={m} r={r} release {number}/{len(series)}: "
+              f"{result.counterfeits} counterfeits, {len(state.signatures)} signatures, "
+              f"{wall:.2f} s", flush=True)
     return records
 
 

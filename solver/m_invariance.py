@@ -235,8 +235,8 @@ def build_m_invariant(context: StepContext) -> Built:
     assign_counts = {v: len(r) for v, r in work.pool.items() if len(r)}
     for value, count in solution.counterfeits.items():
         assign_counts[value] = assign_counts.get(value, 0) + count
-    assigned = (assign_reusing(assign_counts, m, work.signatures) if solve.assign == "reuse"
-                else assign_new_rows(assign_counts, m))
+    assigned = (assign_reusing(assign_counts, m, list(work.signatures), work.bucket_sizes())
+                if solve.assign == "reuse" else assign_new_rows(assign_counts, m))
     place_assignment(work, assigned.moves)
 
     timer.phase("split")

@@ -59,6 +59,16 @@ class Workspace:
             self.signatures.append(signature)
         return self.bucket_of[signature]
 
+    def bucket_sizes(self) -> dict[frozenset[str], int]:
+        """Items (rows and counterfeits) placed so far per signature (the reuse policy's
+        tie-break, :func:`republish.heuristics.assign_reuse.assign_reusing`)."""
+        sizes: dict[frozenset[str], int] = {}
+        for rows, buckets in zip(self.rows, self.buckets, strict=True):
+            if len(rows):
+                signature = self.signatures[int(buckets[0])]
+                sizes[signature] = sizes.get(signature, 0) + len(rows)
+        return sizes
+
     def add(self, rows: np.ndarray, value: int, bucket: int) -> None:
         self.rows.append(np.asarray(rows, dtype=np.int64))
         self.values.append(np.full(len(rows), value, dtype=np.int64))

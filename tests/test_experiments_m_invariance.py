@@ -155,9 +155,9 @@ def test_assign_option_selects_the_reuse_policy(monkeypatch: pytest.MonkeyPatch)
     the default runs the paper's Assign; both verify; a bad value names the option."""
     calls: list[int] = []
 
-    def spy(counts, m, existing):  # type: ignore[no-untyped-def]
+    def spy(counts, m, existing, sizes):  # type: ignore[no-untyped-def]
         calls.append(len(existing))
-        return assign_reusing(counts, m, existing)
+        return assign_reusing(counts, m, existing, sizes)
 
     monkeypatch.setattr(mi, "assign_reusing", spy)
     table, schema = synthetic_census(900, seed=4, sensitive_distribution="adult-occupation-50")
