@@ -116,7 +116,7 @@ def _objectives(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], defe
     counterfeits = int(sigmas.sum()) - sum(len(g) for g in groups)
     batch = getattr(extent, "batch", None)
     if batch is not None and len(groups):  # one vectorized call, not one per group
-        spreads = np.asarray(batch(_as_matrix(groups)), dtype=np.float64)
+        spreads = np.asarray(batch(as_matrix(groups)), dtype=np.float64)
     else:
         spreads = np.array([float(extent(g)) for g in groups], dtype=np.float64)
     return counterfeits + weight * deferred, float((sigmas * spreads).sum())
@@ -192,7 +192,8 @@ def _check_hint(problem: WholeReleaseProblem, hint: Hint | WholeReleaseSolution
     return rows, late
 
 
-def _as_matrix(groups: Sequence[np.ndarray]) -> np.ndarray:
+def as_matrix(groups: Sequence[np.ndarray]) -> np.ndarray:
+    """Groups as one ``(G, width)`` row-index matrix, ``-1`` pads (a batch of columns)."""
     width = max((len(g) for g in groups), default=1)
     matrix = np.full((len(groups), width), -1, dtype=np.int64)
     for c, g in enumerate(groups):
@@ -337,7 +338,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     columns = Columns(problem, counts, measure, weight, rhs, width)
     for part in parts:
         columns.add(part)
-    start = columns.add(_as_matrix(incumbent.groups)).tolist() if incumbent.groups else []
+    start = columns.add(as_matrix(incumbent.groups)).tolist() if incumbent.groups else []
     stage, scip_bound = "TIMEOUT", -math.inf
     if len(columns.cost) == 0 and np.isposinf(radius).all():  # no group: all deferred
         stage, scip_bound = "OPTIMAL", 0.0

@@ -27,6 +27,7 @@ import numpy as np
 from republish.errors import ParameterError
 from republish.models.whole_release import (
     WholeReleaseProblem,
+    as_matrix,
     group_signature,
     solve_whole_release,
 )
@@ -83,10 +84,7 @@ def _costs(problem: WholeReleaseProblem, measure: Extent, groups: Sequence[np.nd
     sizes = [len(group_signature(problem, g)) for g in groups]
     batch = getattr(measure, "batch", None)
     if batch is not None and len(groups):
-        matrix = np.full((len(groups), max(len(g) for g in groups)), -1, dtype=np.int64)
-        for c, g in enumerate(groups):
-            matrix[c, :len(g)] = g
-        spreads = np.asarray(batch(matrix), dtype=np.float64).tolist()
+        spreads = np.asarray(batch(as_matrix(groups)), dtype=np.float64).tolist()
     else:
         spreads = [float(measure(g)) for g in groups]
     return [(s - len(g), s * e) for s, g, e in zip(sizes, groups, spreads, strict=True)]
