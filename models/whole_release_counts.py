@@ -51,6 +51,15 @@ class BoxExtent:
         low = np.where(used[:, :, None], coords, np.inf).min(axis=1)
         return np.where(used.any(axis=1), (high - low).sum(axis=1), 0.0)
 
+    def joined(self, members: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``extent(members[b] ∪ {rows[a]})`` for every ``a``, ``b`` (an ``(A, B)`` matrix)."""
+        used = members >= 0
+        coords = self.points[np.where(used, members, 0)]
+        high = np.where(used[:, :, None], coords, -np.inf).max(axis=1)
+        low = np.where(used[:, :, None], coords, np.inf).min(axis=1)
+        x = self.points[np.asarray(rows, dtype=np.int64)][:, None, :]
+        return (np.maximum(high[None], x) - np.minimum(low[None], x)).sum(axis=2)
+
     def pairwise(self, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
         """``extent({i, j})`` (the L1 distance) for ``i`` in ``rows_a``, ``j`` in ``rows_b``."""
         total = np.zeros((len(rows_a), len(rows_b)))

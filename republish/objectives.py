@@ -143,6 +143,18 @@ class ReleaseCost:
         low[~some], high[~some] = 0.0, 0.0
         return np.where(some, self._lengths(low, high).sum(axis=1), 0.0)
 
+    def joined(self, members: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``extent(members[b] ∪ {rows[a]})`` for every ``a``, ``b`` (``members``: ``(B, k)``
+        row indices, ``-1`` = none): the cost matrix of a slot trade
+        (:mod:`republish.models.whole_release_slots`)."""
+        members = np.asarray(members, dtype=np.int64)
+        used = members >= 0
+        coords = self.points[np.where(used, members, 0)]
+        high = np.where(used[:, :, None], coords, -np.inf).max(axis=1)
+        low = np.where(used[:, :, None], coords, np.inf).min(axis=1)
+        x = self.points[np.asarray(rows, dtype=np.int64)][:, None, :]
+        return self._lengths(np.minimum(low[None], x), np.maximum(high[None], x)).sum(axis=2)
+
     def pairwise(self, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
         """``extent({i, j})`` for ``i`` in ``rows_a``, ``j`` in ``rows_b`` (a matrix)."""
         a = self.points[np.asarray(rows_a, dtype=np.int64)][:, None, :]
@@ -174,6 +186,9 @@ class _Measure:
 
     def pairwise(self, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
         return self.cost.pairwise(rows_a, rows_b)
+
+    def joined(self, members: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return self.cost.joined(members, rows)
 
 
 def release_cost(release: Release, table: pd.DataFrame, name: CostName = "perimeter") -> float:

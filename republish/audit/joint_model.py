@@ -29,14 +29,35 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from republish.errors import InputError, ParameterError
 from republish.release import COUNT, GROUP, Release
 from republish.transitions import TransitionModel
 
-__all__ = ["JOINT_PRINCIPLES", "JointGroup", "JointInstance", "joint_instance"]
+__all__ = ["JOINT_PRINCIPLES", "JointGroup", "JointInstance", "component_labels",
+           "joint_instance"]
+
+
+def component_labels(size: int, tails: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """A label per node of the undirected graph on ``size`` nodes with edges ``tails[e]``
+    -- ``heads[e]``: equal exactly within a connected component. Hooking and pointer
+    jumping (Shiloach & Vishkin, *An O(log n) parallel connectivity algorithm*, J.
+    Algorithms 3, 1982) in numpy: no scipy, which the product does not depend on."""
+    label = np.arange(size, dtype=np.int64)
+    tails, heads = np.asarray(tails, dtype=np.int64), np.asarray(heads, dtype=np.int64)
+    while True:
+        low = np.minimum(label[tails], label[heads])
+        hooked = label.copy()
+        for ends in (tails, heads, label[tails], label[heads]):
+            np.minimum.at(hooked, ends, low)
+        while True:  # every node points to its root
+            jumped = hooked[hooked]
+            if np.array_equal(jumped, hooked):
+                break
+            hooked = jumped
+        if np.array_equal(hooked, label):
+            return label
+        label = hooked
 
 JOINT_PRINCIPLES = ("m-invariance", "m-distinct", "eps-inclusion")
 
@@ -97,9 +118,7 @@ class JointInstance:
         rows = np.concatenate([np.arange(n), np.arange(n)])
         cols = np.concatenate([n + self.cell_person, n + persons + self.cell_group])
         size = n + persons + len(self.groups)
-        graph = coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(size, size))
-        _, label = connected_components(graph, directed=False)
-        cells = label[:n]
+        cells = component_labels(size, rows, cols)[:n]
         order = np.argsort(cells, kind="stable")
         splits = np.flatnonzero(np.diff(cells[order])) + 1
         parts = np.split(order, splits)
