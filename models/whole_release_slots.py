@@ -89,6 +89,16 @@ def _assign(placed: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     return order
 
 
+def _keeps_its_place(problem: WholeReleaseProblem, rows: np.ndarray,
+                     sigma: frozenset[int]) -> bool:
+    """Whether a group of counterfeits that lost its last old row keeps its signature and
+    may still hold counterfeits."""
+    if group_signature(problem, rows) != sigma:
+        return False
+    return bool(problem.counterfeits_in_new_groups or len(sigma) == len(rows)
+                or (problem.bucket[rows] >= 0).any())
+
+
 def trade_slots(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *, deadline: float,
                 seed: int = 0, extent: Extent | None = None,
                 groups_per_move: int = SLOT_GROUPS, patience: int = SLOT_PATIENCE
@@ -155,9 +165,9 @@ def trade_slots(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *, d
             continue
         moved = matrix[chosen].copy()
         moved[np.arange(k), slot] = rows[order]
-        if any(group_signature(problem, r[r >= 0]) != sigmas[j]
-               for r, j in zip(moved, chosen.tolist(), strict=True)):
-            continue  # a group of counterfeits lost its last old row: its σ would change
+        if not all(_keeps_its_place(problem, r[r >= 0], sigmas[j])
+                   for r, j in zip(moved, chosen.tolist(), strict=True)):
+            continue
         matrix[chosen] = moved
         cost[chosen] = after
         centroids[chosen] = problem.points[moved].mean(axis=1) if (moved >= 0).all() else (

@@ -16,7 +16,8 @@ from republish.models.whole_release_counts import BoxExtent
 from republish.models.whole_release_slots import _assign, trade_slots
 
 
-def random_release(seed: int, m: int) -> tuple[WholeReleaseProblem, list[np.ndarray]]:
+def random_release(seed: int, m: int, counterfeits_in_new_groups: bool = True
+                   ) -> tuple[WholeReleaseProblem, list[np.ndarray]]:
     """Buckets whose groups hold an old row, other old or new rows and counterfeits, plus
     all-new groups of m distinct values; random points, so the grouping is poor."""
     rng = np.random.default_rng(seed)
@@ -45,7 +46,8 @@ def random_release(seed: int, m: int) -> tuple[WholeReleaseProblem, list[np.ndar
             group.append(len(values) - 1)
         groups.append(group)
     problem = WholeReleaseProblem(rng.random((len(values), 2)), np.array(values),
-                                  np.array(bucket), tuple(signatures), m, domain)
+                                  np.array(bucket), tuple(signatures), m, domain,
+                                  counterfeits_in_new_groups=counterfeits_in_new_groups)
     return problem, [np.array(g, dtype=np.int64) for g in groups]
 
 
@@ -56,11 +58,11 @@ def cost(problem: WholeReleaseProblem, groups: list[np.ndarray]) -> tuple[int, f
                 for s, g in zip(sigmas, groups, strict=True)))
 
 
-@settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10**6), m=st.integers(2, 3))
-def test_trades_keep_release_valid_signatures_counterfeits_and_never_worsen(seed: int,
-                                                                            m: int) -> None:
-    problem, start = random_release(seed, m)
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10**6), m=st.integers(2, 3), new_counterfeits=st.booleans())
+def test_trades_keep_release_valid_signatures_counterfeits_and_never_worsen(
+        seed: int, m: int, new_counterfeits: bool) -> None:
+    problem, start = random_release(seed, m, new_counterfeits)
     assert release_problems(problem, start, np.zeros(0, np.int64)) == []
     found = trade_slots(problem, start, deadline=time.perf_counter() + 5.0, seed=seed,
                         groups_per_move=3, patience=40)
