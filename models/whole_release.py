@@ -351,7 +351,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         return _by_neighbourhoods(problem, incumbent, candidates, a_star, bound_a, weight,
                                   measure, started, time_limit, seed)
     incumbent = _polished(problem, incumbent, candidates, weight, measure,
-                          deadline=started + POLISH_SHARE * time_limit, seed=seed)
+                          deadline=time.perf_counter() + POLISH_SHARE * time_limit, seed=seed)
     fams = families(problem, counts, math.floor(incumbent.a))
     if time_limit - (time.perf_counter() - started) > 0.005:
         box_extent = extent is None or isinstance(extent, BoxExtent)
