@@ -117,6 +117,11 @@ class ReleaseCost:
                  else np.bincount(labels, minlength=count).astype(np.float64))
         return float((sizes * lengths.sum(axis=1)).sum())
 
+    def lengths(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """Normalized length per QI of boxes ``low..high`` (shape ``(..., d)``)."""
+        return self._lengths(np.asarray(low, dtype=np.float64),
+                             np.asarray(high, dtype=np.float64))
+
     def _lengths(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
         """Normalized length per QI of boxes ``low..high`` (shape ``(..., d)``)."""
         lengths = high - low

@@ -144,6 +144,7 @@ def publish_m_invariant(
     cost: CostName = "perimeter",
     scheduler: str | None = None,
     assign: str = "paper",
+    first_release: str = "buckets",
 ) -> StepResult:
     """Compute, verify and return release ``n`` of an m-invariant sequence.
 
@@ -161,7 +162,9 @@ def publish_m_invariant(
     tasks (``local``, ``processes`` or a Dask address ``tcp://HOST:PORT``;
     :mod:`republish.solver.bucket_tasks`), with the same result. ``assign``: ``paper``
     (Algorithm Assign, §4.2) or ``reuse`` (existing signatures first,
-    :mod:`republish.heuristics.assign_reuse`). The other parameters are
+    :mod:`republish.heuristics.assign_reuse`). ``first_release``: ``buckets`` (the
+    paper's steps) or ``compact`` (with the models, a release without old rows starts from
+    compact groups, :mod:`republish.heuristics.compact_groups`). The other parameters are
     those of
     :func:`republish.solver.release_step.run_release_step`.
 
@@ -174,7 +177,7 @@ def publish_m_invariant(
     return run_release_step(
         PRINCIPLE, build_m_invariant, table, schema, MInvarianceOptions(m), previous,
         solve=SolveOptions(mode, time_limit, workers, cost=cost, scheduler=scheduler,
-                           assign=assign),
+                           assign=assign, first_release=first_release),
         eligibility=eligibility,
         rng=rng,
         number=number, progress=progress, validated=validated, new_population=new_population,

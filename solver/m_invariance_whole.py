@@ -22,6 +22,7 @@ import numpy as np
 
 from republish.certificate import Certificate, Status, lexicographic
 from republish.errors import ParameterError
+from republish.heuristics.compact_groups import compact_groups
 from republish.models.whole_release import (
     WHOLE_MODEL_ROWS,
     WholeReleaseProblem,
@@ -81,6 +82,26 @@ def _extent(cost: ReleaseCost, problem: WholeReleaseProblem):  # type: ignore[no
     return cost.model_extent(lambda rows: len(group_signature(problem, rows)))
 
 
+def _compact_start(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping
+                   ) -> Grouping:
+    """With ``first_release="compact"``, a release without old rows starts from compact
+    groups (:mod:`republish.heuristics.compact_groups`) when they beat the pipeline's,
+    which groups by value, not by QI."""
+    if (problem.bucket >= 0).any() or hint.objective_a < 0:
+        return hint
+    groups = compact_groups(problem.points, problem.values, problem.m, lengths=cost.lengths)
+    if groups is None or any(len(g) < problem.m for g in groups):
+        return hint
+    b = cost.total(groups, [len(g) for g in groups])
+    if (0.0, b) >= (hint.objective_a, hint.objective_b):
+        return hint
+    return Grouping(
+        groups=tuple(groups),
+        signatures=tuple(frozenset(problem.values[g].tolist()) for g in groups),
+        counterfeits=((),) * len(groups), deferred=np.zeros(0, dtype=np.int64),
+        objective_a=0.0, objective_b=b)
+
+
 def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
                 solve: SolveOptions, deadline: Deadline, seed: int
                 ) -> tuple[Grouping, WholeReleaseSolution] | None:
@@ -89,10 +110,11 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
     seconds = deadline.left()
     if seconds < MIN_SECONDS:
         return None
+    start = _compact_start(problem, cost, hint) if solve.first_release == "compact" else hint
     try:
         solution = solve_whole_release(
             problem, time_limit=seconds, workers=solve.workers, seed=seed,
-            hint=(list(hint.groups), hint.deferred), extent=_extent(cost, problem))
+            hint=(list(start.groups), start.deferred), extent=_extent(cost, problem))
     except ParameterError:
         # The pipeline may fill a bucket's extra group with new rows and balancing
         # counterfeits, which the model counts as eligibility counterfeits (forbidden

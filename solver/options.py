@@ -47,6 +47,10 @@ class Deadline:
         return time.perf_counter() >= self.end
 
 
+#: Policies for the groups of a release without old rows (:attr:`SolveOptions.first_release`).
+FIRST_RELEASES = ("buckets", "compact")
+
+
 @dataclass(frozen=True)
 class SolveOptions:
     """``mode``, ``time_limit`` (seconds, one budget per step), ``workers`` (CP-SAT / MIP
@@ -70,6 +74,11 @@ class SolveOptions:
     #: ``reuse`` (existing signatures first, :mod:`republish.heuristics.assign_reuse`;
     #: fewer counterfeits later, benchmarks/RESULTS.md, issue 19 item 1).
     assign: str = "paper"
+    #: The groups of a release without old rows: ``buckets`` (the paper's steps, a dozen
+    #: signatures) or ``compact`` (locality first, :mod:`republish.heuristics.compact_groups`,
+    #: as the whole-release model's start: far less generalization now, more counterfeits
+    #: in the next releases; benchmarks/RESULTS.md, "Whole-release optimization").
+    first_release: str = "buckets"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -101,6 +110,9 @@ class SolveOptions:
         if self.assign not in ASSIGN_POLICIES:
             raise ParameterError(f"assign (--assign) must be one of {list(ASSIGN_POLICIES)}, "
                                  f"got {self.assign!r}.")
+        if self.first_release not in FIRST_RELEASES:
+            raise ParameterError(f"first_release (--first-release) must be one of "
+                                 f"{list(FIRST_RELEASES)}, got {self.first_release!r}.")
         object.__setattr__(self, "cost", validate_cost(self.cost))
         object.__setattr__(self, "mode", cast(Mode, self.mode))
         object.__setattr__(self, "time_limit", float(limit))
