@@ -57,6 +57,7 @@ from fractions import Fraction
 import numpy as np
 
 from republish.models.whole_release_bound import (
+    CYCLE_COVER_ROWS,
     BoxExtent,
     CountPlan,
     Extent,
@@ -77,6 +78,7 @@ from republish.models.whole_release_problem import (
     group_signature,
     release_problems,
 )
+from republish.models.whole_release_row_bound import row_bound
 
 __all__ = [
     "BoxExtent",
@@ -102,7 +104,6 @@ WHOLE_MODEL_ROWS = 2_000
 #: more counterfeits in the next releases (4 vs 0 at m = 4, 378 vs 98 at m = 7 over 3
 #: releases): (a) comes first, so signatures are kept (benchmarks/RESULTS.md).
 KEEP_SIGNATURES = True
-CYCLE_COVER_ROWS = 5_000
 #: Share of a large release's search budget given to slot trades
 #: (:mod:`republish.models.whole_release_slots`; they stop early at a local optimum), the
 #: rest to the neighbourhoods. Measured on 20,000 Adult rows, 10 s, release 1: slot trades
@@ -264,6 +265,10 @@ def _by_neighbourhoods(problem: WholeReleaseProblem, incumbent: _Candidate,
     from republish.models.whole_release_slots import trade_slots
 
     bound_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
+    # the row bound depends on the problem and A* only: before the search takes the time
+    rows_bound = row_bound(problem, measure, incumbent.a, weight,
+                           deadline=started + 0.1 * time_limit).bound \
+        if a_star is not None else 0.0
     deadline = started + time_limit * (1 - bound_share)
     now = time.perf_counter()
     slots = trade_slots(problem, incumbent.groups, deadline=now + SLOT_SHARE * (deadline - now),
@@ -279,10 +284,10 @@ def _by_neighbourhoods(problem: WholeReleaseProblem, incumbent: _Candidate,
     a_done = a_star is not None and best.a == a_star
     status_a = "OPTIMAL" if a_done else "FEASIBLE" if best.source == "model" else "HEURISTIC"
     status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
-    bound_b = 0.0
+    bound_b = rows_bound if a_done else 0.0
     if bound_share and a_done:
-        bound_b = max(0.0, cycle_cover_bound(problem, measure, float(incumbent.a), weight,
-                                             deadline=started + time_limit))
+        bound_b = max(bound_b, cycle_cover_bound(problem, measure, float(incumbent.a), weight,
+                                                 deadline=started + time_limit))
     detail = (f"slot trades: {slots.solved} assignments solved, {slots.improved} improved; "
               f"large-neighbourhood search: {search.solved} neighbourhoods of "
               f"{search.groups_per_neighbourhood} groups solved, {search.improved} improved; "
@@ -396,8 +401,10 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     else:
         status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
         grace = started + time_limit + min(1.0, 0.1 * time_limit)
-        bound_b = max(0.0, scip_bound, cycle_cover_bound(problem, measure, float(incumbent.a),
-                                                         weight, deadline=grace))
+        bound_b = max(0.0, scip_bound,
+                      row_bound(problem, measure, incumbent.a, weight, deadline=grace).bound,
+                      cycle_cover_bound(problem, measure, float(incumbent.a), weight,
+                                        deadline=grace))
     answer = _answer(problem, best, (status_a, status_b), (bound_a, bound_b), started,
                      len(columns.cost), f"{detail}; answer from the {best.source}")
     broken = release_problems(problem, answer.groups, answer.deferred)

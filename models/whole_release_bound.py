@@ -240,6 +240,11 @@ def partners(problem: WholeReleaseProblem, extent: Extent, k: int = 12, block: i
     return delta, near, near_cost, far
 
 
+#: Above this many rows the cycle-cover bound is not computed (on Adult it proved 0 at
+#: 5,000 rows after the whole budget); the row bound is.
+CYCLE_COVER_ROWS = 5_000
+
+
 def _alone_weights(problem: WholeReleaseProblem, weight: Fraction) -> np.ndarray:
     """Least (a) a row adds when it sits alone or is deferred (``inf`` if it cannot)."""
     counts = ReleaseCounts.of(problem)
@@ -319,9 +324,12 @@ def whole_release_bound(problem: WholeReleaseProblem, *, extent: Extent | None =
     ``>= m - 1`` or ``w``) add up to at most ``A* <= budget``. So for every ``λ >= 0``,
     ``(b) >= min over permutations of [Σ arc costs + λ·Σ fixed-point weights] - λ·budget``,
     a min-cost assignment; arcs beyond a row's ``k`` nearest go through a hub at the
-    ``(k+1)``-th smallest cost, which only lowers the minimum. ``budget`` defaults to the
-    count model's value (A* when its status is OPTIMAL). ``time_limit`` bounds the whole
-    call (the (b) bound is 0 when the pair extents are not done by then).
+    ``(k+1)``-th smallest cost, which only lowers the minimum. The larger of this bound (up
+    to ``CYCLE_COVER_ROWS`` rows) and the row and capacity bound of
+    :func:`republish.models.whole_release_row_bound.row_bound` is returned. ``budget``
+    defaults to the count model's value (A* when its status is OPTIMAL). ``time_limit``
+    bounds the whole call (the cycle-cover part is 0 when the pair extents are not done by
+    then; the row bound gets weaker, never invalid).
     """
     started = time.perf_counter()
     plan = optimal_counts(problem, time_limit=time_limit, workers=workers, seed=seed)
@@ -332,7 +340,12 @@ def whole_release_bound(problem: WholeReleaseProblem, *, extent: Extent | None =
     a_bound = plan.bound / weight.denominator if plan.value is not None else 0.0
     if budget is None:
         budget = math.inf if plan.value is None else plan.value / weight.denominator
-    b_bound = cycle_cover_bound(problem, extent, float(budget), weight,
-                                deadline=started + time_limit)
+    from republish.models.whole_release_row_bound import row_bound
+
+    b_bound = row_bound(problem, extent, budget, weight, deadline=started + time_limit).bound \
+        if math.isfinite(budget) else 0.0
+    if len(problem.values) <= CYCLE_COVER_ROWS:
+        b_bound = max(b_bound, cycle_cover_bound(problem, extent, float(budget), weight,
+                                                 deadline=started + time_limit))
     return WholeReleaseBound(float(a_bound), plan.status, b_bound, float(budget),
                              time.perf_counter() - started)

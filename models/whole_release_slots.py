@@ -156,6 +156,11 @@ def trade_slots(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *, d
         same_signature = row_code[rows][:, None] == group_code[chosen][None, :]
         same_bucket = (rest_bucket[None, :] < 0) | (rest_bucket[None, :] == row_bucket[:, None])
         allowed = (row_bucket[:, None] < 0) | (same_signature & same_bucket)
+        # a group with counterfeits whose only old row leaves would become all-new: its σ
+        # would be recomputed from its values, so only an old row may take that slot
+        loses_bucket = (rest_bucket < 0) & (row_bucket >= 0) & (
+            size[chosen] > (matrix[chosen] >= 0).sum(axis=1))
+        allowed &= ~((row_bucket[:, None] < 0) & loses_bucket[None, :])
         order = _assign(placed, allowed)
         solved += 1
         idle += 1

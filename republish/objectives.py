@@ -178,7 +178,11 @@ class ReleaseCost:
 
 class _Measure:
     """The perimeter's extent as the model's ``Extent``: a call, and the vectorized
-    ``batch`` and ``pairwise`` the model uses when they exist."""
+    ``batch`` and ``pairwise`` the model uses when they exist. ``separable``: the extent is
+    a sum over QIs of a function of each QI's interval (what
+    :mod:`republish.models.whole_release_row_bound` needs for its exact row minima)."""
+
+    separable = True
 
     def __init__(self, cost: ReleaseCost) -> None:
         self.cost = cost

@@ -311,8 +311,10 @@ def build_m_invariant(context: StepContext) -> Built:
                      f"warm start: {detail}"
     elif problem is not None:
         timer.phase("bound")
+        proven_a = status_a == "OPTIMAL" and bound_a is not None and \
+            pipeline_a <= bound_a + 1e-9
         bounds = bound_only(problem, cost, solve, context.deadline, context.model_seed(),
-                            pipeline_a)
+                            pipeline_a, proven_a)
         if bounds is not None:
             bound_a = bounds[0] if bound_a is None else max(bound_a, bounds[0])
             if bounds[2] > 0:  # a zero bound proves nothing worth a status
