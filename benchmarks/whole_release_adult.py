@@ -42,26 +42,29 @@ QIS = ["age", "sex", "education", "native-country"]
 
 
 def run(initial: int, r: int, releases: int, ms: list[int], limits: list[float], mode: str,
-        seed: int, dataset: str = "adult") -> pd.DataFrame:
+        seed: int, dataset: str = "adult", first_releases: tuple[str, ...] = ("buckets",)
+        ) -> pd.DataFrame:
     if dataset == "census":
         table, schema = synthetic_census(initial + releases * r, seed=seed)
     else:
         table, schema = load_adult(sensitive="occupation", qis=QIS)
     series = dynamic_series(table, initial, r, releases, seed)
     records = []
-    pipelines = [("heuristic", 10.0)] + [(mode, limit) for limit in limits]
+    pipelines = [("heuristic", 10.0, "buckets")] + [
+        (mode, limit, first) for limit in limits for first in first_releases]
     for m in ms:
-        for pipeline, limit in pipelines:
+        for pipeline, limit, first in pipelines:
             state = None
             for microdata in series:
                 started = time.perf_counter()
                 step = publish_m_invariant(microdata, schema, m, state, mode=pipeline,  # type: ignore[arg-type]
-                                           time_limit=limit, rng=np.random.default_rng(seed))
+                                           time_limit=limit, rng=np.random.default_rng(seed),
+                                           first_release=first)
                 state = step.state
                 summary = step.summary()
                 records.append({
                     "m": m, "pipeline": pipeline if pipeline == "heuristic"
-                    else f"{pipeline} {limit:g}s",
+                    else f"{pipeline} {limit:g}s" + ("" if first == "buckets" else f" {first}"),
                     "release": summary["release"], "rows": summary["rows"],
                     "a": summary["objective"], "a_status": summary["counts_status"],
                     "b": summary["cost"], "b_status": summary["cost_status"],
@@ -102,9 +105,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dataset", choices=["adult", "census"], default="adult",
                         help="census: synthetic_census with initial + releases*r rows")
+    parser.add_argument("--first-release", nargs="+", choices=["buckets", "compact"],
+                        default=["buckets"], help="first-release policies of the model runs")
     args = parser.parse_args()
     frame = run(args.initial, args.r, args.releases, args.m, args.time_limit, args.mode,
-                args.seed, args.dataset)
+                args.seed, args.dataset, tuple(args.first_release))
     name = "adult" if args.dataset == "adult" else "census"
     out = HERE / f"whole_release_{name}_{args.initial}.csv"
     frame.to_csv(out, index=False)
