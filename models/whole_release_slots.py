@@ -15,7 +15,7 @@ One move is exact: with the other rows of the ``k`` groups fixed, placing ``k`` 
 ``k`` slots at cost ``|σ_j| · extent(rest_j ∪ {row})`` is a linear assignment problem
 (Kuhn, *The Hungarian method for the assignment problem*, Naval Research Logistics
 Quarterly 2, 1955), solved with OR-Tools' ``SimpleLinearSumAssignment`` on costs rounded
-to 1e-9 (the move is then checked in floating point). The current placement
+to 1e-6 (the move is then checked in floating point). The current placement
 is one assignment, so a move never makes (b) worse. A matheuristic like the
 neighbourhoods of :mod:`republish.models.whole_release_neighbourhoods`: it proves nothing
 about the release.
@@ -40,8 +40,9 @@ SLOT_GROUPS = 64
 #: Consecutive assignments without a gain after which the search stops (a local optimum
 #: for single-value trades, in practice).
 SLOT_PATIENCE = 3_000
-#: Costs go to the integer assignment solver in units of 1e-9.
-_SCALE = 1e9
+#: Costs go to the integer assignment solver in units of 1e-6 (its cost-scaling
+#: algorithm runs in time growing with the log of the largest cost).
+_SCALE = 1e6
 
 
 @dataclass(frozen=True)
@@ -161,17 +162,23 @@ def trade_slots(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *, d
         loses_bucket = (rest_bucket < 0) & (row_bucket >= 0) & (
             size[chosen] > (matrix[chosen] >= 0).sum(axis=1))
         allowed &= ~((row_bucket[:, None] < 0) & loses_bucket[None, :])
-        order = _assign(placed, allowed)
         solved += 1
         idle += 1
-        after = placed[order, np.arange(k)]
         before = cost[chosen].sum()
+        masked = np.where(allowed, placed, np.inf)
+        floor = max(masked.min(axis=0).sum(), masked.min(axis=1).sum())
+        if floor >= before - 1e-9 * max(1.0, before):
+            continue  # no assignment beats the current one: skip the solver
+        order = _assign(placed, allowed)
+        after = placed[order, np.arange(k)]
         if after.sum() >= before - 1e-9 * max(1.0, before):
             continue
         moved = matrix[chosen].copy()
         moved[np.arange(k), slot] = rows[order]
-        if not all(_keeps_its_place(problem, r[r >= 0], sigmas[j])
-                   for r, j in zip(moved, chosen.tolist(), strict=True)):
+        # only a group whose last old row left, or whose first arrived, can change σ
+        flips = np.flatnonzero((rest_bucket < 0) & ((row_bucket[order] >= 0) != (row_bucket >= 0)))
+        if not all(_keeps_its_place(problem, moved[b][moved[b] >= 0], sigmas[chosen[b]])
+                   for b in flips.tolist()):
             continue
         matrix[chosen] = moved
         cost[chosen] = after
