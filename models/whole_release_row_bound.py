@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from republish.models.whole_release_capacity import Chain, budget
+from republish.models.whole_release_capacity import Chain, budget, capacity
 from republish.models.whole_release_counts import BoxExtent, Extent, ReleaseCounts
 from republish.objectives import ReleaseCost
 
