@@ -26,15 +26,15 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 
-def measure(rows: int, folder: str | None) -> dict[str, float]:
+def measure(rows: int, folder: str | None, mode: str = "heuristic") -> dict[str, object]:
     command = [sys.executable, str(HERE / "scale_release.py"), "--rows", str(rows),
-               "--r", str(rows // 5), "--skip-cli"]
+               "--r", str(rows // 5), "--skip-cli", "--solver", mode]
     if folder:
         command += ["--folder", folder]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     last = result["api"]["releases"][-1]
-    return {"rows": rows, "wall_s": last["wall_s"], "cpu_s": last["cpu_s"],
+    return {"rows": rows, "mode": mode, "wall_s": last["wall_s"], "cpu_s": last["cpu_s"],
             "split_s": last["phases"].get("split", 0.0), "verify_s":
             last["phases"].get("verify", 0.0), "peak_gib": result["api"]["peak_gib"]}
 
@@ -45,7 +45,8 @@ def _record(data: dict) -> dict:  # type: ignore[type-arg]
     if "api" not in data:
         return data
     last = data["api"]["releases"][-1]
-    return {"rows": data["rows"], "wall_s": last["wall_s"], "cpu_s": last["cpu_s"],
+    return {"rows": data["rows"], "mode": data.get("solver", "heuristic"),
+            "wall_s": last["wall_s"], "cpu_s": last["cpu_s"],
             "split_s": last["phases"].get("split", 0.0),
             "verify_s": last["phases"].get("verify", 0.0), "peak_gib": data["api"]["peak_gib"]}
 
@@ -60,6 +61,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 50_000, 100_000])
     parser.add_argument("--folder")
     parser.add_argument("--plot", action="store_true")
+    parser.add_argument("--modes", nargs="+", default=["heuristic"],
+                        choices=["heuristic", "auto"], help="solver modes measured at "
+                        "every size (the figure has one line per mode)")
     parser.add_argument("--records", help="a file of the JSON lines a run printed (this "
                         "script's, or scale_release.py's summary lines): table, fit and plot "
                         "from it instead of measuring")
@@ -69,19 +73,25 @@ def main() -> None:
         lines = Path(args.records).read_text().splitlines()
         records = [_record(json.loads(line)) for line in lines if line.startswith('{"rows"')]
     for rows in [] if args.records else args.sizes:
-        record = measure(rows, args.folder)
-        records.append(record)
-        print(json.dumps(record), flush=True)
-    print("| rows | r | release 2 wall s | CPU s | split s | verify s | peak GiB |")
-    print("|---|---|---|---|---|---|---|")
+        for mode in args.modes:
+            record = measure(rows, args.folder, mode)
+            records.append(record)
+            print(json.dumps(record), flush=True)
+    print("| mode | rows | r | release 2 wall s | CPU s | split s | verify s | peak GiB |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in records:
-        print(f"| {r['rows']:,} | {r['rows'] // 5:,} | {r['wall_s']} | {r['cpu_s']} | "
-              f"{r['split_s']} | {r['verify_s']} | {r['peak_gib']} |")
-    sizes = [r["rows"] for r in records]
-    if len(sizes) >= 2:
-        print(f"growth exponent: wall {exponent(sizes, [r['wall_s'] for r in records]):.2f}, "
-              f"CPU {exponent(sizes, [r['cpu_s'] for r in records]):.2f}, peak memory "
-              f"{exponent(sizes, [r['peak_gib'] for r in records]):.2f}")
+        print(f"| {r.get('mode', 'heuristic')} | {r['rows']:,} | {r['rows'] // 5:,} | "
+              f"{r['wall_s']} | {r['cpu_s']} | {r['split_s']} | {r['verify_s']} | "
+              f"{r['peak_gib']} |")
+    modes = list(dict.fromkeys(str(r.get("mode", "heuristic")) for r in records))
+    by_mode = {m: [r for r in records if r.get("mode", "heuristic") == m] for m in modes}
+    for mode, rows_of in by_mode.items():
+        sizes = [r["rows"] for r in rows_of]
+        if len(sizes) >= 2:
+            print(f"growth exponent ({mode}): wall "
+                  f"{exponent(sizes, [r['wall_s'] for r in rows_of]):.2f}, CPU "
+                  f"{exponent(sizes, [r['cpu_s'] for r in rows_of]):.2f}, peak memory "
+                  f"{exponent(sizes, [r['peak_gib'] for r in rows_of]):.2f}")
     if args.plot:
         import matplotlib
 
@@ -89,17 +99,23 @@ def main() -> None:
         import matplotlib.pyplot as plt
         from matplotlib.ticker import NullFormatter
 
-        figure, axis = plt.subplots(figsize=(5, 3.5))
-        axis.loglog(sizes, [r["cpu_s"] for r in records], "o-", label="CPU s (release 2)")
-        axis.loglog(sizes, [r["wall_s"] for r in records], "s--", label="wall s")
-        axis.xaxis.set_minor_formatter(NullFormatter())
-        axis.set_xlabel("rows")
-        axis.set_ylabel("seconds")
-        axis.legend()
-        axis.grid(True, which="both", alpha=0.3)
+        figure, (axis, memory) = plt.subplots(1, 2, figsize=(9, 3.5))
+        for mode, rows_of in by_mode.items():
+            sizes = [r["rows"] for r in rows_of]
+            axis.loglog(sizes, [r["cpu_s"] for r in rows_of], "o-",
+                        label=f"{mode}: CPU s (release 2)")
+            axis.loglog(sizes, [r["wall_s"] for r in rows_of], "s--", label=f"{mode}: wall s")
+            memory.loglog(sizes, [r["peak_gib"] for r in rows_of], "o-", label=mode)
+        for panel, label in ((axis, "seconds"), (memory, "peak RSS GiB")):
+            panel.xaxis.set_minor_formatter(NullFormatter())
+            panel.set_xlabel("rows")
+            panel.set_ylabel(label)
+            panel.legend(fontsize=8)
+            panel.grid(True, which="both", alpha=0.3)
         (HERE / "figures").mkdir(exist_ok=True)
         figure.tight_layout()
-        figure.savefig(HERE / "figures" / "scale_release.png", dpi=120)
+        name = "scale_release.png" if modes == ["heuristic"] else "scale_release_modes.png"
+        figure.savefig(HERE / "figures" / name, dpi=120)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def make_tables(folder: Path, rows: int, r: int, releases: int, seed: int) -> li
 
 
 def run_api(paths: list[Path], m: int, seed: int, profile: str | None,
-            scheduler: str | None = None) -> dict[str, object]:
+            scheduler: str | None = None, solver: str = "heuristic") -> dict[str, object]:
     """In this process: every release through the Python API; peak RSS at the end."""
     import numpy as np
     import pandas as pd
@@ -91,7 +91,7 @@ def run_api(paths: list[Path], m: int, seed: int, profile: str | None,
         if profiler:
             profiler.enable()
         result = publish(table, schema, "m-invariance", _options(m), state,
-                         solve=SolveOptions("heuristic", **extra),  # type: ignore[arg-type]
+                         solve=SolveOptions(solver, **extra),  # type: ignore[arg-type]
                          rng=rng, validated=True)
         if profiler:
             profiler.disable()
@@ -162,6 +162,8 @@ def main() -> None:
     parser.add_argument("--releases", type=int, default=2)
     parser.add_argument("--m", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--solver", default="heuristic", choices=["heuristic", "auto"],
+                        help="the API's solver mode (the CLI runs use heuristic)")
     parser.add_argument("--skip-api", action="store_true")
     parser.add_argument("--skip-cli", action="store_true")
     parser.add_argument("--profile", help="cProfile output of the API's last release")
@@ -170,7 +172,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:  # the API measured in a fresh process
         paths = json.loads(args.child)
-        print(json.dumps(run_api([Path(p) for p in paths], args.m, args.seed, args.profile)))
+        print(json.dumps(run_api([Path(p) for p in paths], args.m, args.seed, args.profile,
+                                 solver=args.solver)))
         return
     with tempfile.TemporaryDirectory(dir=args.folder) as work:
         folder = Path(work)
@@ -179,10 +182,10 @@ def main() -> None:
         print(f"{args.rows} rows, r = {args.r}, {args.releases} releases, m = {args.m}: "
               f"tables written in {time.perf_counter() - started:.1f} s", flush=True)
         results: dict[str, object] = {"rows": args.rows, "r": args.r, "m": args.m,
-                                      "load": os.getloadavg()[0]}
+                                      "solver": args.solver, "load": os.getloadavg()[0]}
         if not args.skip_api:
             command = [sys.executable, __file__, "--m", str(args.m), "--seed", str(args.seed),
-                       "--child", json.dumps([str(p) for p in paths])]
+                       "--solver", args.solver, "--child", json.dumps([str(p) for p in paths])]
             if args.profile:
                 command += ["--profile", args.profile]
             done = subprocess.run(command, capture_output=True, text=True, check=True)

@@ -153,25 +153,29 @@ def build_release(
         )
 
     boxes = group_boxes(encode_qis(table, schema), new_groups)
-    rendered = render_boxes(schema, boxes, model).set_index(GROUP)
-    real = rendered.loc[new_groups].reset_index()
-    real[schema.sensitive] = table[schema.sensitive].to_numpy()
+    rendered = render_boxes(schema, boxes, model)
     fake_groups: list[int] = []
     fake_values: list[str] = []
     for label, values in counterfeit_values.items():
         for value in values:
             fake_groups.append(renumber[label])
             fake_values.append(str(value))
-    fake = rendered.loc[np.array(fake_groups, dtype=np.int64)].reset_index()
-    fake[schema.sensitive] = fake_values
-    published = pd.concat([real, fake], ignore_index=True)[schema.published_columns]
-    published = published.iloc[rng.permutation(len(published))].reset_index(drop=True)
+    published = _shuffled_rows(schema, rendered, new_groups, table[schema.sensitive],
+                               fake_groups, fake_values, rng)
 
     counts = pd.Series(fake_groups, dtype=np.int64).value_counts()
     counterfeits = pd.DataFrame({GROUP: counts.index.astype(np.int64), COUNT: counts.to_numpy()})
     counterfeits = counterfeits.sort_values(GROUP).reset_index(drop=True)
 
-    assignment = table.reset_index(drop=True)  # already a copy: inserting leaves table alone
+    index = table.index
+    if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1 \
+            and index.name is None:
+        # the table's columns shared, not copied (a whole table at 10M rows): inserting the
+        # group column adds a block to the assignment only, and release frames are never
+        # changed in place
+        assignment = table.copy(deep=False)
+    else:
+        assignment = table.reset_index(drop=True)  # a copy: inserting leaves table alone
     assignment.insert(1, GROUP, new_groups)
     return Release(
         number=number,
@@ -183,6 +187,53 @@ def build_release(
         model=model,
         metadata=dict(metadata or {}),
     )
+
+
+def _shuffled_rows(schema: Schema, rendered: pd.DataFrame, groups: np.ndarray,
+                   sensitive: pd.Series, fake_groups: list[int], fake_values: list[str],
+                   rng: np.random.Generator) -> pd.DataFrame:
+    """``T*(n)``: the real rows (group ``groups[i]``, value ``sensitive[i]``), then the
+    counterfeits, each with its group's ``rendered`` box, shuffled by one
+    ``rng.permutation``.
+
+    Each column is gathered once from ``rendered`` through the shuffled row sources,
+    instead of pandas' ``loc`` of the real and the counterfeit rows, their concatenation,
+    the column selection and the shuffled ``iloc`` (five copies of a 10M-row table); the
+    same rows, dtypes and rng draws (:func:`_shuffled_rows_frames` is the pandas form,
+    used where the columns are not plain numpy arrays)."""
+    labels = pd.Index(rendered[GROUP])
+    plain = (labels.is_unique and sensitive.dtype == object
+             and all(isinstance(dtype, np.dtype) for dtype in rendered.dtypes))
+    real_at = labels.get_indexer(groups) if plain else None
+    fake_at = labels.get_indexer(np.asarray(fake_groups, dtype=np.int64)) if plain else None
+    if real_at is None or fake_at is None or (real_at < 0).any() or (fake_at < 0).any():
+        return _shuffled_rows_frames(schema, rendered, groups, sensitive, fake_groups,
+                                     fake_values, rng)
+    order = rng.permutation(len(real_at) + len(fake_at))
+    source = np.concatenate([real_at, fake_at])[order]
+    columns: dict[str, np.ndarray] = {}
+    for name in schema.published_columns:
+        if name == schema.sensitive:
+            values = np.empty(len(order), dtype=object)
+            values[:len(real_at)] = sensitive.to_numpy()
+            values[len(real_at):] = fake_values
+            columns[name] = values[order]
+        else:
+            columns[name] = rendered[name].to_numpy()[source]
+    return pd.DataFrame(columns, copy=False)
+
+
+def _shuffled_rows_frames(schema: Schema, rendered: pd.DataFrame, groups: np.ndarray,
+                          sensitive: pd.Series, fake_groups: list[int],
+                          fake_values: list[str], rng: np.random.Generator) -> pd.DataFrame:
+    """:func:`_shuffled_rows` with pandas frames (the reference form)."""
+    by_group = rendered.set_index(GROUP)
+    real = by_group.loc[groups].reset_index()
+    real[schema.sensitive] = sensitive.to_numpy()
+    fake = by_group.loc[np.array(fake_groups, dtype=np.int64)].reset_index()
+    fake[schema.sensitive] = fake_values
+    published = pd.concat([real, fake], ignore_index=True)[schema.published_columns]
+    return published.iloc[rng.permutation(len(published))].reset_index(drop=True)
 
 
 # ----------------------------------------------------------------- published files
@@ -265,12 +316,17 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     data = buffer.getvalue()
+    _remember_parquet(frame, data)
+    return data
+
+
+def _remember_parquet(frame: pd.DataFrame, data: bytes) -> None:
+    """Keep ``data`` (``frame.to_parquet(index=False)``) for :func:`parquet_bytes`."""
     for key in [k for k, (ref, _) in _PARQUET.items() if ref() is None]:
         del _PARQUET[key]
     while len(_PARQUET) >= 4:
         del _PARQUET[next(iter(_PARQUET))]
     _PARQUET[id(frame)] = (weakref.ref(frame), data)
-    return data
 
 
 def _canonical(frame: pd.DataFrame) -> pd.DataFrame:
@@ -309,10 +365,65 @@ def render_release(
     just computed or read back from a store (``republish export``)."""
     columns = release.schema.published_columns
     frame = release.published
-    published = _canonical(frame if list(frame.columns) == list(columns) else frame[columns])
-    counts = _canonical(release.counterfeits[[GROUP, COUNT]])
+    published = frame if list(frame.columns) == list(columns) else frame[columns]
+    counts = release.counterfeits[[GROUP, COUNT]]
     names = release_file_names(release.number, fmt, counts_name)
-    return {names[0]: frame_bytes(published, fmt), names[1]: frame_bytes(counts, fmt)}
+    if fmt == "parquet":
+        return {names[0]: canonical_parquet(published), names[1]: canonical_parquet(counts)}
+    return {names[0]: frame_bytes(_canonical(published), fmt),
+            names[1]: frame_bytes(_canonical(counts), fmt)}
+
+
+def canonical_parquet(frame: pd.DataFrame) -> bytes:
+    """``frame_bytes(_canonical(frame), "parquet")`` without the pandas round trip.
+
+    The canonical form is the store's Parquet blob read back. For a frame of int64,
+    float64 and text columns, that blob read back is the Arrow table ``to_parquet``
+    converted the frame to (the same types, values and nulls), so one conversion serves
+    both: the blob (``frame.to_parquet(index=False)``, as pandas writes it; kept for the
+    store, :func:`parquet_bytes`) and the file (the table without its schema metadata,
+    as :func:`frame_bytes` writes it). No pandas copy of ``T*(n)`` (10M rows of Python
+    objects at 10M rows), one Arrow copy instead of three. Other frames take the round
+    trip. ``tests/test_memory_scale.py`` checks both bytes against the pandas forms.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from republish.arrow_memory import release_arrow_memory
+
+    names = list(frame.columns)
+    if not frame.attrs and all(isinstance(n, str) for n in names) and len(set(names)) == len(
+            names):
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        if all(field.type in _round_trip_types() for field in table.schema):
+            _remember_parquet(frame, _parquet_write(table))
+            data = _parquet_write(table.replace_schema_metadata(None))
+            del table
+            release_arrow_memory()
+            return data
+        del table
+    read = pq.read_table(io.BytesIO(parquet_bytes(frame))).replace_schema_metadata(None)
+    data = _parquet_write(read.combine_chunks())
+    del read
+    release_arrow_memory()
+    return data
+
+
+def _parquet_write(table: Any) -> bytes:
+    """The Parquet bytes of the Arrow ``table`` (snappy), as pandas and :func:`frame_bytes`
+    write them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="snappy")
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _round_trip_types() -> tuple[Any, ...]:
+    import pyarrow as pa
+
+    return (pa.int64(), pa.float64(), pa.string())
 
 
 def sha256(data: bytes) -> str:

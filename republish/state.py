@@ -15,6 +15,7 @@ they are published.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from republish.errors import InputError, ParameterError
-from republish.identifiers import IdentifierKind
+from republish.identifiers import IdentifierKind, locate
 from republish.parameters import validate_m
 from republish.release import GROUP, Release
 from republish.schema import Schema
@@ -134,7 +135,7 @@ class PublisherState:
         ids = np.asarray(identifiers, dtype=object)
         if pd.api.types.infer_dtype(ids, skipna=False) != "string":
             ids = ids.astype(str).astype(object)  # already text: no new (unhashed) strings
-        return np.asarray(self.rows.index.get_indexer(ids), dtype=np.int64)
+        return locate(self.rows.index, ids)  # int64 keys for integer identifiers
 
     def signature_codes(self, signatures: Iterable[frozenset[str]]) -> tuple[
         tuple[frozenset[str], ...], list[int]
@@ -170,9 +171,12 @@ class PublisherState:
         assignment = release.assignment
         if row_signatures is None:
             row_signatures = row_signature_column(release)
-        fresh = assignment[[*schema.qi_names, schema.sensitive]].copy()
-        fresh.index = pd.Index(assignment[schema.identifier].astype(str), name=schema.identifier)
-        fresh[LAST_RELEASE] = np.int64(release.number)
+        # The release's rows as columns (views of the assignment: stack_rows copies them
+        # once, into the new state, instead of a selected copy, a copy and a concatenation).
+        fresh: dict[str, np.ndarray] = {
+            name: assignment[name].to_numpy() for name in [*schema.qi_names, schema.sensitive]}
+        index = pd.Index(assignment[schema.identifier].astype(str), name=schema.identifier)
+        fresh[LAST_RELEASE] = np.full(len(assignment), release.number, dtype=np.int64)
         if isinstance(row_signatures, SignatureColumn):
             distinct_codes, first = np.unique(row_signatures.codes, return_index=True)
             used = distinct_codes[np.argsort(first, kind="stable")]  # first appearance
@@ -189,11 +193,10 @@ class PublisherState:
                 (code_of[s] for s in row_signatures), dtype=np.int64,
                 count=len(row_signatures))
         if positions is None:
-            positions = self.positions(fresh.index)
+            positions = self.positions(index)
         replaced = np.zeros(len(self.rows), dtype=bool)
         replaced[positions[positions >= 0]] = True
-        kept = self.rows.loc[~replaced]
-        rows = pd.concat([kept, fresh]) if len(kept) else fresh
+        rows = stack_rows(self.rows, ~replaced, fresh, index)
         return PublisherState(
             schema=schema,
             m=self.m,
@@ -203,6 +206,37 @@ class PublisherState:
             deferred=tuple(str(d) for d in release.deferred),
             identifier_kind=self.identifier_kind or release.metadata.get("identifier_kind"),
         )
+
+
+def stack_rows(first: pd.DataFrame, keep: np.ndarray, second: dict[str, np.ndarray],
+               index: pd.Index, *, copy: bool = True) -> pd.DataFrame:
+    """``pd.concat([first.loc[keep], DataFrame(second, index=index)])`` (just the second
+    frame when no row is kept), each column allocated once.
+
+    The pandas form copies the kept rows, then both parts again into consolidated blocks;
+    at 10M rows that was the peak of a release's state phase. Here every column is one
+    ``np.concatenate`` (a copy of ``second`` when nothing is kept: the new state never
+    shares memory with the release; ``copy=False`` when the caller owns ``second``), and
+    the frame takes the arrays as they are (``copy=False`` does not consolidate them).
+    Where the two parts differ in columns or dtypes, pandas' own concatenation decides
+    (its dtype rules), as before.
+    """
+    names = list(second)
+    kept = int(np.count_nonzero(keep))
+    if not kept:
+        return pd.DataFrame({n: np.array(second[n], copy=True) if copy
+                             else np.asarray(second[n]) for n in names},
+                            index=index, copy=False)
+    same = (list(first.columns) == names
+            and all(first[n].dtype == np.asarray(second[n]).dtype
+                    and isinstance(first[n].dtype, np.dtype) for n in names))
+    if not same:
+        fresh = pd.DataFrame({n: np.array(second[n], copy=True) for n in names}, index=index,
+                             copy=False)
+        return pd.concat([first.loc[keep], fresh])
+    columns = {n: np.concatenate([first[n].to_numpy()[keep], np.asarray(second[n])])
+               for n in first.columns}
+    return pd.DataFrame(columns, index=first.index[keep].append(index), copy=False)
 
 
 def changed_rows(
@@ -220,18 +254,21 @@ def changed_rows(
     known = positions >= 0
     if not known.any():
         return table.iloc[:0].assign(changed=pd.Series([], dtype=object))
-    current = table.loc[known]
-    before = state.rows.iloc[positions[known]]
+    # Column by column on numpy arrays: no copy of the known rows of the table and of the
+    # state (two whole-table frames at 10M rows); frames only for the differing rows.
+    at = np.flatnonzero(known)
+    was = positions[at]
     columns = [*schema.qi_names, schema.sensitive]
-    masks = {c: current[c].to_numpy() != before[c].to_numpy() for c in columns}
+    masks = {c: table[c].to_numpy()[at] != state.rows[c].to_numpy()[was] for c in columns}
     differs = np.logical_or.reduce(list(masks.values()))
     rows = np.flatnonzero(differs)
-    out = current.iloc[rows].copy()
+    out = table.iloc[at[rows]].copy()
+    before = state.rows.iloc[was[rows]]
     out["changed"] = [
         "; ".join(
-            f"{c}: {before[c].iloc[i]!r} -> {current[c].iloc[i]!r}" for c in columns if masks[c][i]
+            f"{c}: {before[c].iloc[k]!r} -> {out[c].iloc[k]!r}" for c in columns if masks[c][i]
         )
-        for i in rows.tolist()
+        for k, i in enumerate(rows.tolist())
     ]
     return out
 
@@ -282,10 +319,32 @@ def row_signature_column(release: Release) -> Sequence[frozenset[str]]:
     return SignatureColumn(codes[where], list(table))
 
 
+#: The signatures of the last few published frames (by identity, while they live): a
+#: release step computes them and its store commit needs them again (1-2 s at 2M rows).
+#: Release frames are never changed in place once built.
+_SIGNATURES: dict[int, tuple[weakref.ref[pd.DataFrame], str, dict[Any, frozenset[str]]]] = {}
+
+
 def group_signatures(release: Release) -> dict[Any, frozenset[str]]:
     """Signature of every published group (counterfeits included), computed with numpy:
     each group's values as a bit mask, one frozenset per distinct mask (groups with the
-    same signature share it)."""
+    same signature share it). The same published frame is computed once; a new dict is
+    returned every time (callers may change it)."""
+    published = release.published
+    sensitive = release.schema.sensitive
+    hit = _SIGNATURES.get(id(published))
+    if hit is not None and hit[0]() is published and hit[1] == sensitive:
+        return dict(hit[2])
+    found = _group_signatures(release)
+    for key in [k for k, (ref, _, _) in _SIGNATURES.items() if ref() is None]:
+        del _SIGNATURES[key]
+    while len(_SIGNATURES) >= 4:
+        del _SIGNATURES[next(iter(_SIGNATURES))]
+    _SIGNATURES[id(published)] = (weakref.ref(published), sensitive, found)
+    return dict(found)
+
+
+def _group_signatures(release: Release) -> dict[Any, frozenset[str]]:
     published = release.published
     group_codes, group_labels = pd.factorize(published[GROUP])
     value_codes, value_labels = pd.factorize(published[release.schema.sensitive].astype(str))

@@ -31,9 +31,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from republish.arrow_memory import release_arrow_memory
 from republish.release import Release
 from republish.schema import Schema
-from republish.state import LAST_RELEASE, SIGNATURE
+from republish.state import LAST_RELEASE, SIGNATURE, stack_rows
 
 __all__ = ["STATE_COLUMNS_TABLE", "read_state_rows", "state_blobs", "write_state_columns"]
 
@@ -52,7 +53,9 @@ def _parquet(frame: pd.DataFrame) -> bytes:
 
 
 def _read(blob: bytes, columns: list[str] | None = None) -> pd.DataFrame:
-    return pq.read_table(io.BytesIO(blob), columns=columns).to_pandas()
+    frame = pq.read_table(io.BytesIO(blob), columns=columns).to_pandas()
+    release_arrow_memory()  # the Arrow copy is freed: give its pages back
+    return frame
 
 
 def state_blobs(rows: pd.DataFrame, release: Release | None, schema: Schema) -> dict[str, bytes]:
@@ -82,19 +85,22 @@ def read_state_rows(connection: sqlite3.Connection, schema: Schema, last_release
     """The state's rows (indexed by identifier) from its blobs and ``assignment``, the
     assignment blob of release ``last_release``."""
     blobs = dict(connection.execute("SELECT name, data FROM state_columns").fetchall())
-    kept = _read(blobs[KEPT]).set_index(schema.identifier)
-    codes = _read(blobs[TAIL_SIGNATURES])[SIGNATURE].to_numpy(dtype=np.int64)
+    kept = _read(blobs.pop(KEPT)).set_index(schema.identifier)
+    codes = _read(blobs.pop(TAIL_SIGNATURES))[SIGNATURE].to_numpy(dtype=np.int64)
     if not len(codes):
         return kept
     if assignment is None:
         raise KeyError(f"release {last_release} (the state's last rows)")
     columns = [schema.identifier, *schema.qi_names, schema.sensitive]
-    fresh = _read(assignment, columns)
-    fresh[schema.identifier] = fresh[schema.identifier].astype(str)
-    fresh = fresh.set_index(schema.identifier)
-    if len(fresh) != len(codes):
-        raise KeyError(f"release {last_release}: {len(fresh)} rows, the state expects "
+    read = _read(assignment, columns)
+    if len(read) != len(codes):
+        raise KeyError(f"release {last_release}: {len(read)} rows, the state expects "
                        f"{len(codes)}")
-    fresh[LAST_RELEASE] = np.int64(last_release)
+    # Columns straight into the state (stack_rows: one allocation each), instead of
+    # set_index's copy of the release's rows and the concatenation's second copy.
+    index = pd.Index(read[schema.identifier].astype(str), name=schema.identifier)
+    fresh = {name: read[name].to_numpy() for name in columns[1:]}
+    del read
+    fresh[LAST_RELEASE] = np.full(len(codes), last_release, dtype=np.int64)
     fresh[SIGNATURE] = codes
-    return pd.concat([kept, fresh]) if len(kept) else fresh
+    return stack_rows(kept, np.ones(len(kept), dtype=bool), fresh, index, copy=False)

@@ -35,6 +35,7 @@ from typing import Any
 
 import pandas as pd
 
+from republish.arrow_memory import release_arrow_memory
 from republish.errors import ParameterError, RepublishError, StoreError
 from republish.identifiers import (
     IdentifierKind,
@@ -80,7 +81,9 @@ CREATE TABLE state (
 
 
 def _from_parquet(blob: bytes) -> pd.DataFrame:
-    return pd.read_parquet(io.BytesIO(blob))
+    frame = pd.read_parquet(io.BytesIO(blob))
+    release_arrow_memory()  # the Arrow copy is freed: give its pages back
+    return frame
 
 
 class ReleaseStore(StoreWriting):

@@ -30,6 +30,7 @@ from republish.identifiers import (
     check_population_continuity,
     edge_space,
     infer_identifier_kind,
+    surely_distinct,
     text_values,
 )
 from republish.schema import ROW_NUMBER, Schema
@@ -136,9 +137,12 @@ def read_frame(source: str | Path | pd.DataFrame, delimiter: str | None = None) 
 def _read_parquet(path: Path) -> pd.DataFrame:
     import pyarrow as pa
 
+    from republish.arrow_memory import release_arrow_memory
+
     with path.open("rb") as handle:  # permission errors stay permission errors
         try:
             frame = _chunked_parquet(handle) if _too_large(path) else pd.read_parquet(handle)
+            release_arrow_memory()  # the Arrow copy is freed: give its pages back
         except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
                 NotImplementedError, OverflowError) as exc:
             if isinstance(exc, OSError) and exc.errno is not None:
@@ -365,7 +369,9 @@ def validate_table(
     identifiers = frame[schema.identifier]
     kind = identifier_kind if identifier_kind is not None else infer_identifier_kind(identifiers)
     out[schema.identifier] = canonical_identifiers(identifiers, kind, schema.identifier)
-    duplicated = out[schema.identifier].duplicated(keep=False)
+    # distinct proved by int64 or hashes first; the hash table only to name the repeats
+    duplicated = (np.zeros(len(out), dtype=bool) if surely_distinct(out[schema.identifier])
+                  else out[schema.identifier].duplicated(keep=False))
     if duplicated.any():
         values = out.loc[duplicated, schema.identifier].unique().tolist()
         raise InputError(
@@ -453,7 +459,12 @@ def validate_release_table(
             "(ldiv, check, eligibility)."
         )
     if validated:
-        table = table.reset_index(drop=True)
+        index = table.index
+        if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
+                and index.name is None):
+            table = table.reset_index(drop=True)
+        # else already numbered 0..n-1: no copy of the whole table (the step reads it and
+        # the release's assignment shares its columns; nothing writes into it)
     else:
         table = validate_table(table, schema, identifier_kind)
     kind = identifier_kind or infer_identifier_kind(table[schema.identifier])

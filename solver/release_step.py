@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from republish.arrow_memory import release_free_memory
 from republish.certificate import Certificate
 from republish.errors import ParameterError, VerificationError
 from republish.generalization import Domain, group_boxes, ncp
@@ -234,11 +235,14 @@ def run_release_step(
                           number=number, rng=rng, solve=solve,
                           deadline=Deadline(start + solve.time_limit),
                           eligibility=eligibility, ids=ids, positions=positions, timer=timer)
+    # the middle's temporaries are the release's peak: nothing freed may count in it
+    release_free_memory(len(table))
     built = middle(context)
     release = _with_metadata(built.release, identifier_kind=identifier_kind)
     published = positions[built.published_rows]
 
     timer.phase("verify")
+    release_free_memory(len(table))
     report = kind.check_step(release, state, options, published)
     if not report.ok:
         raise VerificationError(

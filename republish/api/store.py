@@ -284,6 +284,7 @@ class Store:
             valid = validate_table(frame, opened.schema, opened.identifier_kind)
         except InputError as exc:
             raise InputError(f"the table does not match the store's schema: {exc}") from exc
+        del frame  # the raw table: the validated one holds what the release needs
         solve = SolveOptions(solver, time_limit, cost=cost,  # type: ignore[arg-type]
                              scheduler=scheduler, assign=assign)
         folder = None if output is None else Path(output)

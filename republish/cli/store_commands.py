@@ -298,6 +298,7 @@ def release(
             table = validate_table(frame, opened.schema, opened.identifier_kind)
         except InputError as exc:
             raise InputError(f"{data} does not match the store's schema: {exc}") from exc
+        del frame  # the raw table: the validated one holds what the release needs
         solve = SolveOptions(solver.value, time_limit, cost=cost.value, scheduler=scheduler,
                              assign=assign)
         with progress(f"release {number}", rows=len(table)) as report:
