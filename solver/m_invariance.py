@@ -55,6 +55,7 @@ from republish.solver.m_invariance_rows import (
     place_old_rows,
 )
 from republish.solver.m_invariance_whole import (
+    AUTO_SLOT_ROWS,
     AUTO_WHOLE_ROWS,
     BOUND_ROWS,
     WHOLE_MODEL_ROWS,
@@ -260,7 +261,8 @@ def build_m_invariant(context: StepContext) -> Built:
     # Above WHOLE_MODEL_ROWS the whole-release model improves the release by neighbourhoods
     # (-6 to -17 % of (b) on 20,000 Adult rows in 60 s, against -0.2 % for grouping every
     # bucket exactly first): it gets the budget, from the paper's split.
-    by_neighbourhoods = solve.mode == "exact" and len(table) > WHOLE_MODEL_ROWS
+    by_neighbourhoods = len(table) > WHOLE_MODEL_ROWS and (
+        solve.mode == "exact" or (solve.mode == "auto" and len(table) <= AUTO_SLOT_ROWS))
     splitter = None if decided is None or by_neighbourhoods else exact_splitter(
         solve.mode, context.deadline.end, solve.workers, split_certificates)
     if splitter is None and solve.scheduler is not None:
@@ -293,7 +295,7 @@ def build_m_invariant(context: StepContext) -> Built:
                   f"{c.bound if c.bound is None else round(c.bound, 6)}"
                   for c in split_certificates)
     )
-    run_model = solve.mode == "exact" or len(table) <= AUTO_WHOLE_ROWS
+    run_model = solve.mode == "exact" or len(table) <= AUTO_WHOLE_ROWS or by_neighbourhoods
     problem = None
     if solve.uses_models and (run_model or len(table) <= BOUND_ROWS):
         # Built only when the model or the bound will read it (its checks loop over rows).

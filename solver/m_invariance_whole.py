@@ -36,11 +36,15 @@ from republish.objectives import OBJECTIVES, ReleaseCost, counts_name
 from republish.parameters import Eligibility
 from republish.solver.options import Deadline, SolveOptions
 
-__all__ = ["AUTO_WHOLE_ROWS", "BOUND_ROWS", "WHOLE_MODEL_ROWS", "Grouping", "bound_only",
-           "release_certificate", "solve_whole", "whole_problem"]
+__all__ = ["AUTO_SLOT_ROWS", "AUTO_WHOLE_ROWS", "BOUND_ROWS", "WHOLE_MODEL_ROWS", "Grouping",
+           "bound_only", "release_certificate", "solve_whole", "whole_problem"]
 
 #: ``auto``: the whole-release model runs on releases of at most this many rows.
 AUTO_WHOLE_ROWS = 400
+#: ``auto``: releases of more than WHOLE_MODEL_ROWS and at most this many rows are improved
+#: by the model's slot trades and neighbourhoods (-14 % of (b) on 20,000 Adult rows in
+#: 10 s) instead of grouping each bucket exactly (-0.2 %).
+AUTO_SLOT_ROWS = 50_000
 #: The (b) bound of releases the model does not solve: up to this many rows (the row
 #: bound: about 1 s at 20,000 Adult rows; the cycle-cover bound only up to 5,000 rows,
 #: where it used the rest of a 10 s budget and proved nothing).

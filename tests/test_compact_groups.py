@@ -89,3 +89,34 @@ def test_unknown_policy_is_refused_by_name() -> None:
     schema = load_hospital().schema
     with pytest.raises(ParameterError, match="first_release"):
         publish_m_invariant(_clustered(0, 10), schema, 2, first_release="tight")
+
+
+def test_cli_takes_the_policy(tmp_path, monkeypatch, capsys) -> None:
+    """`release --first-release compact` records a verified release no costlier than the
+    default's; an unknown policy exits 2 and leaves the store untouched."""
+    from helpers import run_cli
+
+    from republish import Store
+    from republish.examples import hospital as example_module
+
+    folder = __import__("pathlib").Path(example_module.__file__).parent / "hospital"
+    data = tmp_path / "t.csv"
+    _clustered(3, 40).to_csv(data, index=False)
+    costs = {}
+    for policy in ("buckets", "compact"):
+        store = tmp_path / f"{policy}.db"
+        assert run_cli(monkeypatch, capsys, "init", "--store", str(store), "--schema",
+                       str(folder / "schema.toml"), "--m", "2")[0] == 0
+        code, _, _ = run_cli(monkeypatch, capsys, "release", str(data), "--store", str(store),
+                             "-o", str(tmp_path / policy), "--solver", "exact",
+                             "--time-limit", "2", "--first-release", policy, "--seed", "1")
+        assert code == 0
+        assert run_cli(monkeypatch, capsys, "verify", "--store", str(store))[0] == 0
+        costs[policy] = Store.open(store).history()["cost"].iloc[-1]
+    assert costs["compact"] <= costs["buckets"] + 1e-9
+    before = (tmp_path / "compact.db").read_bytes()
+    code, _, err = run_cli(monkeypatch, capsys, "release", str(data), "--store",
+                           str(tmp_path / "compact.db"), "-o", str(tmp_path / "x"),
+                           "--first-release", "tight")
+    assert code == 2 and "first_release" in err
+    assert (tmp_path / "compact.db").read_bytes() == before

@@ -262,6 +262,7 @@ class Store:
         progress: Say | None = None,
         scheduler: str | None = None,
         assign: str = "paper",
+        first_release: str = "buckets",
     ) -> Release:
         """Compute, verify and record the next release of ``table`` (a DataFrame, or a CSV
         or Parquet path read with the schema's delimiter), as ``republish release`` does.
@@ -274,7 +275,9 @@ class Store:
         when deferrals or counterfeits exceed ``warn_share`` of the rows. ``scheduler``
         (``solver="heuristic"``): split the buckets as tasks (``"processes"`` or a Dask
         address ``"tcp://HOST:PORT"``); the release is the same. ``assign``: ``"paper"``
-        (Algorithm Assign) or ``"reuse"`` (existing signatures first).
+        (Algorithm Assign) or ``"reuse"`` (existing signatures first). ``first_release``
+        (``solver`` auto or exact): ``"buckets"`` (the paper's) or ``"compact"``
+        (locality-first groups for a release without old rows).
         """
         warn_share = validate_share(warn_share)
         opened = self._store
@@ -286,7 +289,8 @@ class Store:
             raise InputError(f"the table does not match the store's schema: {exc}") from exc
         del frame  # the raw table: the validated one holds what the release needs
         solve = SolveOptions(solver, time_limit, cost=cost,  # type: ignore[arg-type]
-                             scheduler=scheduler, assign=assign)
+                             scheduler=scheduler, assign=assign,
+                             first_release=first_release)
         folder = None if output is None else Path(output)
         result = publish_next(opened, valid, solve=solve, eligibility=eligibility,
                               rng=np.random.default_rng(seed), output=folder, fmt=fmt,

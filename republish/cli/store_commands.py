@@ -259,6 +259,13 @@ def release(
                      "(Algorithm Assign, default) or 'reuse' (existing signatures first: "
                      "fewer counterfeits in later releases, benchmarks/RESULTS.md)."),
     ] = "paper",
+    first_release: Annotated[
+        str,
+        typer.Option("--first-release", help="m-invariance with --solver auto|exact: the "
+                     "groups of a release without old rows: 'buckets' (the paper's steps, "
+                     "default) or 'compact' (locality first: far less generalization now, "
+                     "more counterfeits later; benchmarks/RESULTS.md)."),
+    ] = "buckets",
     scheduler: Annotated[
         str | None,
         typer.Option("--scheduler", help="m-invariance with --solver heuristic: split the "
@@ -300,7 +307,7 @@ def release(
             raise InputError(f"{data} does not match the store's schema: {exc}") from exc
         del frame  # the raw table: the validated one holds what the release needs
         solve = SolveOptions(solver.value, time_limit, cost=cost.value, scheduler=scheduler,
-                             assign=assign)
+                             assign=assign, first_release=first_release)
         with progress(f"release {number}", rows=len(table)) as report:
             result = publish_next(
                 opened, table, solve=solve, eligibility=eligibility.value,
