@@ -13,6 +13,10 @@ Usage (the RESULTS.md run: r = 40k and 20k; r = 5k/10k mean 81/41 Mondrian relea
 
     nice -n 10 .venv/bin/python benchmarks/audit_fig4_paper_scale.py --r 40000 20000
 
+The m-invariant series alone at r = 5k (its Mondrian rows kept; 2026-11-25 run)::
+
+    nice -n 15 .venv/bin/python benchmarks/audit_fig4_paper_scale.py --r 5000 --m-invariance-only
+
 Writes ``benchmarks/audit_fig4_paper_scale.csv`` (rows of other r kept) and
 ``benchmarks/figures/audit_fig4_paper_scale.png``.
 """
@@ -87,6 +91,8 @@ def main() -> None:
     parser.add_argument("--m", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--skip-m-invariance", action="store_true")
+    parser.add_argument("--m-invariance-only", action="store_true",
+                        help="attack only the m-invariant series; keep the l-diversity rows of r")
     parser.add_argument("--csv", type=Path, default=HERE / "audit_fig4_paper_scale.csv")
     parser.add_argument("--figure", type=Path,
                         default=HERE / "figures" / "audit_fig4_paper_scale.png")
@@ -95,7 +101,10 @@ def main() -> None:
     table, schema = synthetic_census(args.rows, args.seed)
     kept = pd.read_csv(args.csv) if args.csv.is_file() else pd.DataFrame()
     if len(kept):
-        kept = kept[~kept["r"].isin(args.r)]
+        drop = kept["r"].isin(args.r)
+        if args.m_invariance_only:
+            drop &= kept["method"].astype(str).str.startswith("m-invariance")
+        kept = kept[~drop]
     rows: list[dict[str, object]] = kept.to_dict("records")
     for r in args.r:
         releases = 1 + (len(table) - args.initial) // r
@@ -104,7 +113,7 @@ def main() -> None:
         limit = min(max_l(t, schema) for t in series)
         base = {"dataset": "census", "initial": args.initial, "r": r, "releases": releases,
                 "tuples": int(knowledge.presence.any(axis=1).sum())}
-        for l in args.ls:  # noqa: E741 - the principle's symbol
+        for l in [] if args.m_invariance_only else args.ls:  # noqa: E741 - the principle's symbol
             if l > limit:
                 continue
             rows.append(audited(base, f"l-diversity (Mondrian), l={l}", l,

@@ -19,6 +19,14 @@ Usage (the RESULTS.md run is scaled down 10x: same r/T(1) ratio and number of re
         --rows 60000 --initial 20000 --r 500 \
         --distributions census adult-occupation-50 adult-occupation --policies assign reuse
 
+The 14-value Adult series with the reuse policy at the paper's size (2026-11-25; the
+records now split counterfeits into balancing's and eligibility's)::
+
+    nice -n 15 .venv/bin/python benchmarks/m_invariance_counterfeit_gap.py \
+        --rows 600000 --initial 200000 --r 5000 --distributions adult-occupation \
+        --policies reuse --csv benchmarks/m_invariance_counterfeit_gap_full2.csv \
+        --figure benchmarks/figures/m_invariance_counterfeit_gap_full2.png
+
 Writes ``benchmarks/m_invariance_counterfeit_gap.csv`` (rows of other labels are kept)
 and ``benchmarks/figures/m_invariance_counterfeit_gap.png``.
 """

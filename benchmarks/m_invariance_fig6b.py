@@ -11,6 +11,19 @@ Usage (the RESULTS.md run, scaled down 10x: T(1) = 20k, r = 500, the same 81 rel
     nice -n 10 .venv/bin/python benchmarks/m_invariance_fig6b.py \
         --rows 60000 --initial 20000 --r 500 --ms 2 4 6 8 10 12 14 16 18 20
 
+At the paper's size, first 41 releases, m = 4, 6, 8 beside the earlier m = 2, 20 runs
+(2026-11-25)::
+
+    nice -n 15 .venv/bin/python benchmarks/m_invariance_fig6b.py --rows 600000 \
+        --initial 200000 --r 5000 --ms 4 6 8 --max-releases 41 \
+        --csv benchmarks/m_invariance_fig6b_full2.csv \
+        --also benchmarks/m_invariance_fig6b_full.csv benchmarks/m_invariance_fig6b_full_reuse.csv \
+        --figure benchmarks/figures/m_invariance_fig6b_full2.png
+
+(the figure and summary were then redrawn with item 1's m = 10 series, first 41 releases:
+the same command with ``--plot-only`` and ``benchmarks/m_invariance_counterfeit_gap_full.csv``
+added to ``--also``.)
+
 Writes ``benchmarks/m_invariance_fig6b.csv`` and ``benchmarks/figures/m_invariance_fig6b.png``.
 """
 
@@ -43,6 +56,7 @@ def plot(summary: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4))
+    summary = summary.sort_values("m", kind="stable")
     for (distribution, policy), part in summary.groupby(["distribution", "policy"], sort=False):
         axes[0].plot(part["m"], part["mean"], marker="o", label=f"{distribution} ({policy})")
         axes[1].plot(part["m"], part["max"], marker="o", label=f"{distribution} ({policy})")
@@ -70,12 +84,16 @@ def main() -> None:
     parser.add_argument("--distributions", nargs="+", default=["census"])
     parser.add_argument("--policies", nargs="+", default=["assign"])
     parser.add_argument("--max-releases", type=int, default=None)
+    parser.add_argument("--also", type=Path, nargs="*", default=[],
+                        help="CSVs of earlier runs summarized and drawn with this one")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="run nothing: summarize and draw --also (and --csv if it exists)")
     parser.add_argument("--csv", type=Path, default=HERE / "m_invariance_fig6b.csv")
     parser.add_argument("--figure", type=Path, default=HERE / "figures" / "m_invariance_fig6b.png")
     args = parser.parse_args()
     start = time.perf_counter()
     records: list[dict[str, object]] = []
-    for distribution in args.distributions:
+    for distribution in [] if args.plot_only else args.distributions:
         table, schema = series_table(args.rows, args.seed, distribution)
         for policy in args.policies:
             for m in args.ms:
@@ -86,7 +104,14 @@ def main() -> None:
                     record["distribution"] = distribution
                 records.extend(part)
                 pd.DataFrame(records).to_csv(args.csv, index=False)
-    results = pd.DataFrame(records)
+    if args.plot_only and args.csv.exists():
+        records = pd.read_csv(args.csv).to_dict("records")
+    earlier = [pd.read_csv(p) for p in args.also]
+    # earlier runs: the same distributions, and no release past --max-releases
+    earlier = [e[e["distribution"].isin(args.distributions)
+                 & (e["release"] <= (args.max_releases or e["release"].max()))]
+               for e in earlier]
+    results = pd.concat([*earlier, pd.DataFrame(records)], ignore_index=True)
     summary = counterfeit_summary(results, ["distribution", "policy", "m"])
     plot(summary, args.figure)
     print()

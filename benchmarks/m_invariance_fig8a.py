@@ -13,6 +13,14 @@ Usage (the RESULTS.md run: the paper's sizes, first 11 releases)::
 
     nice -n 10 .venv/bin/python benchmarks/m_invariance_fig8a.py --max-releases 11 --every 5
 
+The SAL panel (``--sensitive income``: the census-like table's income SA, 50 values
+correlated with age; 2026-11-25 run, the OCC rows of the default CSV drawn beside it)::
+
+    nice -n 15 .venv/bin/python benchmarks/m_invariance_fig8a.py --max-releases 11 --every 5 \
+        --sensitive income --csv benchmarks/m_invariance_fig8a_sal.csv \
+        --also benchmarks/m_invariance_fig8a.csv \
+        --figure benchmarks/figures/m_invariance_fig8a_sal.png
+
 Writes ``benchmarks/m_invariance_fig8a.csv`` and ``benchmarks/figures/m_invariance_fig8a.png``.
 """
 
@@ -68,13 +76,18 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--max-releases", type=int, default=11)
     parser.add_argument("--every", type=int, default=5)
+    parser.add_argument("--sensitive", default="occupation", choices=["occupation", "income"])
+    parser.add_argument("--also", type=Path, nargs="*", default=[],
+                        help="CSVs of earlier runs drawn in the same figure")
     parser.add_argument("--csv", type=Path, default=HERE / "m_invariance_fig8a.csv")
     parser.add_argument("--figure", type=Path, default=HERE / "figures" / "m_invariance_fig8a.png")
     args = parser.parse_args()
     start = time.perf_counter()
     errors: list[dict[str, object]] = []
     for distribution in args.distributions:
-        table, schema = series_table(args.rows, args.seed, distribution)
+        table, schema = series_table(args.rows, args.seed, distribution, args.sensitive)
+        if args.sensitive != "occupation":
+            distribution = f"{distribution}/{args.sensitive}"
 
         def keep(number: int, microdata: pd.DataFrame, result: Any,
                  distribution: str = distribution, schema: Any = schema) -> None:
@@ -94,7 +107,8 @@ def main() -> None:
         run_series(table, schema, args.initial, args.r, args.m, args.seed + args.r,
                    max_releases=args.max_releases, keep=keep, label=distribution)
         pd.DataFrame(errors).to_csv(args.csv, index=False)
-    frame = pd.DataFrame(errors)
+    frame = pd.concat([*(pd.read_csv(p) for p in args.also), pd.DataFrame(errors)],
+                      ignore_index=True)
     summary = (frame.groupby(["distribution", "m", "theta"], sort=False)["error"]
                .agg(mean_error="mean", max_error="max", releases="count").reset_index())
     plot(summary, args.figure)
