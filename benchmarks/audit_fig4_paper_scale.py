@@ -35,7 +35,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_fig4 import audited, knowledge_of, l_diverse_series, max_l  # noqa: E402
-from m_invariance_common import MACHINE, markdown  # noqa: E402
+from m_invariance_common import MACHINE, markdown, save_figure  # noqa: E402
 
 from republish.datasets import dynamic_series, synthetic_census  # noqa: E402
 from republish.schema import Schema  # noqa: E402
@@ -76,10 +76,7 @@ def plot(results: pd.DataFrame, path: Path) -> None:
     axis.set_ylim(bottom=-0.2)
     axis.legend(fontsize=7)
     axis.grid(alpha=0.3)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def main() -> None:

@@ -221,3 +221,13 @@ def markdown(frame: pd.DataFrame) -> str:
     for row in frame.itertuples(index=False):
         lines.append("| " + " | ".join(str(v) for v in row) + " |")
     return "\n".join(lines)
+
+
+def save_figure(figure: Any, path: Any, dpi: int = 110) -> None:
+    """Lay out, write (creating the folder) and close a matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=dpi)
+    plt.close(figure)

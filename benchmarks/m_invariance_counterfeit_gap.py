@@ -47,6 +47,7 @@ from m_invariance_common import (  # noqa: E402
     counterfeit_summary,
     markdown,
     run_series,
+    save_figure,
     series_table,
 )
 
@@ -70,10 +71,7 @@ def plot(results: pd.DataFrame, path: Path) -> None:
                  title=f"{distribution}, m={m}, T(1)={initial}, r={part['r'].iloc[0]}")
         axis.legend()
         axis.grid(alpha=0.3)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def main() -> None:

@@ -43,6 +43,7 @@ from m_invariance_common import (  # noqa: E402
     counterfeit_summary,
     markdown,
     run_series,
+    save_figure,
     series_table,
 )
 
@@ -68,10 +69,7 @@ def plot(summary: pd.DataFrame, path: Path) -> None:
         axis.set_ylim(bottom=0)
         axis.legend(fontsize=8)
         axis.grid(alpha=0.3)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def main() -> None:

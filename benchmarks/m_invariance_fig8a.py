@@ -36,7 +36,13 @@ from typing import Any
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from m_invariance_common import MACHINE, markdown, run_series, series_table  # noqa: E402
+from m_invariance_common import (  # noqa: E402
+    MACHINE,
+    markdown,
+    run_series,
+    save_figure,
+    series_table,
+)
 
 from republish.metrics import query_error  # noqa: E402
 
@@ -58,10 +64,7 @@ def plot(summary: pd.DataFrame, path: Path) -> None:
              title="Fig. 8a: query error vs selectivity (r = 5k)")
     axis.legend(fontsize=8)
     axis.grid(alpha=0.3)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def main() -> None:

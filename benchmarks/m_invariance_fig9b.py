@@ -27,7 +27,13 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from m_invariance_common import MACHINE, markdown, run_series, series_table  # noqa: E402
+from m_invariance_common import (  # noqa: E402
+    MACHINE,
+    markdown,
+    run_series,
+    save_figure,
+    series_table,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -67,10 +73,7 @@ def plot(summary: pd.DataFrame, path: Path) -> None:
              title="Fig. 9b: time per release (T(1)=200k, r=5k)")
     axis.legend(fontsize=8)
     axis.grid(alpha=0.3)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def main() -> None:

@@ -54,7 +54,13 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from m_invariance_common import MACHINE, markdown, run_series, series_table  # noqa: E402
+from m_invariance_common import (  # noqa: E402
+    MACHINE,
+    markdown,
+    run_series,
+    save_figure,
+    series_table,
+)
 
 HERE = Path(__file__).resolve().parent
 KEYS = ["distribution", "m", "r", "initial", "seed", "policy", "reserve_factor", "eligibility"]
@@ -121,10 +127,7 @@ def plot(results: pd.DataFrame, path: Path) -> None:
         for axis in (top, middle, bottom):
             axis.grid(alpha=0.3)
             axis.legend(fontsize=7)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def main() -> None:
