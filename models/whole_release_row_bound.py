@@ -61,6 +61,7 @@ import numpy as np
 from republish.models.whole_release_capacity import Chain, budget, capacity
 from republish.models.whole_release_counts import BoxExtent, Extent, ReleaseCounts
 from republish.objectives import ReleaseCost
+from republish.schema import Hierarchy
 
 if TYPE_CHECKING:
     from republish.models.whole_release_problem import WholeReleaseProblem
@@ -97,7 +98,7 @@ def _separable(problem: WholeReleaseProblem, extent: Extent | None
     cost = getattr(extent, "cost", None)
     if extent is None or isinstance(extent, BoxExtent):
         points = problem.points if extent is None else extent.points
-        kinds: list[object] = [None] * points.shape[1]
+        kinds: list[Hierarchy | None] = [None] * points.shape[1]
     elif isinstance(cost, ReleaseCost) and cost.name == "perimeter" and \
             getattr(extent, "separable", False):
         points, kinds = cost.points, [qi.hierarchy for qi in cost.schema.qis]
