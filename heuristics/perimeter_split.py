@@ -14,9 +14,13 @@ Ties between schemes of equal perimeter go to the most even split (then the lowe
 which keeps the recursion shallow on rows with equal QIs.
 
 The implementation splits every bucket of one level of the recursion at once: per QI one
-sort of all rows by (part, value, QI rank), then segmented prefix/suffix minima and maxima
+sort of all rows by (bucket, value, QI rank), done once (the order of a list survives the
+splits: a split is a stable partition of every list); per level, chunk boxes are
+elementwise reductions over the ``s`` lists (buckets of equal ``s`` are split together,
+lists stored ``(list, chunk)``), then segmented prefix/suffix minima and maxima
 (cumulative maxima over integer value codes offset per segment), so the cost per level is
-``O(n·d²)`` numpy work whatever the number of buckets.
+``O(n·d²)`` numpy work whatever the number of buckets. Group numbers do not depend on
+this layout: groups are numbered by (level, bucket, position in the bucket).
 
 The split of a bucket depends on its own rows only (and on the order of their QI ranks):
 box ends are exact integer codes of the QI values, never shifted floats, so a bucket
@@ -141,6 +145,8 @@ def split_buckets_min_perimeter(
     -------
     SplitResult
         Group of every row; each group holds exactly one row per value of its bucket.
+        Groups are numbered in the order they are formed: by recursion level, then bucket,
+        then position in the bucket (first halves before second halves).
 
     Raises
     ------
@@ -154,15 +160,16 @@ def split_buckets_min_perimeter(
     counterfeit = np.isnan(points).any(axis=1)
     points = np.where(counterfeit[:, None], np.nan, points)
     rank = qi_ranks(points) if rank is None else _local_ranks(rank, n)
-    # QI-major codes, so the per-chunk reductions run over contiguous memory.
     # Counterfeits are -1: they span no interval.
     sources, code_values = _value_codes(points, counterfeit, rank)
     value_count = int(value_codes.max()) + 1
 
     # Per bucket: s values, k rows each.
     bucket_count = int(bucket_codes.max()) + 1
-    pair_counts = np.bincount(bucket_codes * value_count + value_codes,
-                              minlength=bucket_count * value_count).reshape(bucket_count, -1)
+    list_key = bucket_codes * value_count + value_codes
+    present = np.bincount(list_key, minlength=bucket_count * value_count) > 0
+    pair_counts = np.bincount(list_key, minlength=bucket_count * value_count).reshape(
+        bucket_count, -1)
     s_of = (pair_counts > 0).sum(axis=1)
     k_of = pair_counts.max(axis=1)
     unbalanced = np.flatnonzero(((pair_counts != 0) & (pair_counts != k_of[:, None])).any(axis=1))
@@ -174,115 +181,189 @@ def split_buckets_min_perimeter(
             "before splitting."
         )
 
-    groups = np.full(n, -1, dtype=np.int64)
-    # Segments (parts of buckets) are laid out contiguously, in the same sequence, in
-    # every per-QI order; inside a segment, items are sorted by (value, QI rank).
-    orders = []
-    list_key = (bucket_codes * value_count + value_codes) * n
-    for a in range(d):
-        orders.append(np.argsort(list_key + rank[a]))
-    seg_s = s_of.astype(np.int64)
-    seg_k = k_of.astype(np.int64)
-    next_group = 0
+    index = np.int32 if n < 2**31 - 1 else np.int64
+    # Per QI, the items sorted by (bucket, value, QI rank): bucket b's s lists of k items.
+    list_id = (np.cumsum(present) - 1)[list_key]
+    sorted_items = _list_orders(list_id, int(present.sum()), rank, index)
+    # Renumber the items in the order of QI 0, so that the items of a segment are close in
+    # memory; ``rows[i]`` holds the codes of item ``i`` on every QI.
+    original = sorted_items[0].copy()
+    renumber = np.empty(n, dtype=index)
+    renumber[original] = np.arange(n, dtype=index)
+    sorted_items = renumber[sorted_items]
+    rows = np.ascontiguousarray(sources[:, original].T)
+    del renumber, sources
+
+    bucket_start = np.zeros(bucket_count, dtype=np.int64)
+    np.cumsum((s_of * k_of)[:-1], out=bucket_start[1:])
+    # Buckets of equal s are split together (splits of buckets are independent).
+    runs = [_split_class(np.flatnonzero(s_of == s), int(s), k_of, bucket_start,
+                         sorted_items, rows, code_values, n)
+            for s in np.unique(s_of).tolist()]
+    levels = max(run.levels for run in runs)
+    # Group numbers: in order of (level, bucket, position in the bucket at that level),
+    # as if all buckets were split together.
+    level = np.concatenate([run.level for run in runs])
+    bucket_of = np.concatenate([run.bucket for run in runs])
+    position = np.concatenate([run.position for run in runs])
+    number = np.empty(len(level), dtype=np.int64)
+    number[np.lexsort((position, bucket_of, level))] = np.arange(len(level))
+    groups = np.empty(n, dtype=np.int64)
+    offset = 0
+    for run in runs:
+        groups[original[run.items]] = number[offset + run.local]
+        offset += len(run.level)
+    return SplitResult(groups=groups, group_count=len(level), levels=levels)
+
+
+@dataclass(frozen=True)
+class _ClassRun:
+    """The groups of the buckets of one signature size: item ``items[i]`` is in local group
+    ``local[i]``; local group ``g`` was closed at recursion level ``level[g]``, from bucket
+    ``bucket[g]``, at segment ``position[g]`` of that level."""
+
+    items: np.ndarray
+    local: np.ndarray
+    level: np.ndarray
+    bucket: np.ndarray
+    position: np.ndarray
+    levels: int
+
+
+def _split_class(
+    bucket_ids: np.ndarray,
+    s: int,
+    k_of: np.ndarray,
+    bucket_start: np.ndarray,
+    sorted_items: np.ndarray,
+    rows: np.ndarray,
+    code_values: np.ndarray,
+    n: int,
+) -> _ClassRun:
+    """The §4.3 recursion over buckets of ``s`` values each, all segments of one level at
+    once.
+
+    ``orders[a, j, c]``: in the order of QI ``a``, the item of list ``j`` (value ``j`` of
+    the segment) at chunk ``c``; the chunks of a segment (its list positions ``p``) are
+    contiguous, segments in sequence. A chunk's box is then an elementwise reduction over
+    the ``s`` lists, and a split is a stable partition of every list of every segment.
+    """
+    seg_k = k_of[bucket_ids].astype(np.int64)
+    seg_bucket = bucket_ids.astype(np.int64)
+    chunk_seg = np.repeat(np.arange(len(seg_k)), seg_k)
+    chunk_p = np.arange(len(chunk_seg)) - np.repeat(np.cumsum(seg_k) - seg_k, seg_k)
+    where = (bucket_start[bucket_ids][chunk_seg] + chunk_p)[None, :] + (
+        np.arange(s)[:, None] * seg_k[chunk_seg][None, :])
+    orders = sorted_items[:, where]
+    items, local, level, bucket, position = [], [], [], [], []
+    closed = 0
     levels = 0
     while True:
-        orders, seg_s, seg_k, next_group = _close_finished(
-            orders, seg_s, seg_k, groups, next_group
-        )
-        if len(seg_s) == 0:
+        finished = seg_k == 1
+        if finished.any():
+            closing = finished[chunk_seg]
+            done = np.flatnonzero(finished)
+            items.append(orders[0][:, closing].reshape(-1))
+            local.append(np.tile(np.arange(closed, closed + len(done)), s))
+            level.append(np.full(len(done), levels))
+            bucket.append(seg_bucket[done])
+            position.append(done)
+            closed += len(done)
+            keep = np.flatnonzero(~closing)
+            orders = np.take(orders, keep, axis=2)
+            seg_k, seg_bucket = seg_k[~finished], seg_bucket[~finished]
+            chunk_seg = np.repeat(np.arange(len(seg_k)), seg_k)
+        if len(seg_k) == 0:
             break
         levels += 1
-        chosen_dim, chosen_p, p = _best_cuts(orders, seg_s, seg_k, sources, code_values)
-        seg_size = seg_s * seg_k
-        left = np.zeros(n, dtype=bool)
-        at_left = p <= np.repeat(chosen_p, seg_size)
-        dim_of_pos = np.repeat(chosen_dim, seg_size)
-        for a in range(d):
-            left[orders[a][at_left & (dim_of_pos == a)]] = True
-        seg_start = np.concatenate(([0], np.cumsum(seg_size)[:-1]))
-        left_size = seg_s * (chosen_p + 1)
-        orders = [
-            _stable_partition(order, left[order], seg_size, seg_start, left_size)
-            for order in orders
-        ]
-        seg_s = np.repeat(seg_s, 2)
+        chunk_start = np.cumsum(seg_k) - seg_k
+        chunk_p = np.arange(len(chunk_seg)) - chunk_start[chunk_seg]
+        chosen_dim, chosen_p = _best_cuts(orders, s, seg_k, chunk_seg, chunk_p, rows,
+                                          code_values)
+        orders = _split_orders(orders, seg_k, chunk_seg, chunk_p, chunk_start, chosen_dim,
+                               chosen_p, n)
         seg_k = np.stack([chosen_p + 1, seg_k - chosen_p - 1], axis=1).reshape(-1)
-    return SplitResult(groups=groups, group_count=next_group, levels=levels)
+        seg_bucket = np.repeat(seg_bucket, 2)
+        chunk_seg = np.repeat(np.arange(len(seg_k)), seg_k)
+
+    def joined(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    return _ClassRun(items=joined(items), local=joined(local), level=joined(level),
+                     bucket=joined(bucket), position=joined(position), levels=levels)
 
 
-def _close_finished(
-    orders: list[np.ndarray],
-    seg_s: np.ndarray,
-    seg_k: np.ndarray,
-    groups: np.ndarray,
-    next_group: int,
-) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, int]:
-    """Turn segments of one row per value (k = 1) into groups; drop them from the orders."""
-    finished = seg_k == 1
-    if not finished.any():
-        return orders, seg_s, seg_k, next_group
-    seg_size = seg_s * seg_k
-    seg_of_pos = np.repeat(np.arange(len(seg_s)), seg_size)
-    closing = finished[seg_of_pos]
-    group_of_segment = np.cumsum(finished) - 1 + next_group
-    groups[orders[0][closing]] = group_of_segment[seg_of_pos[closing]]
-    next_group += int(finished.sum())
-    keep = ~closing
-    return [order[keep] for order in orders], seg_s[~finished], seg_k[~finished], next_group
+def _list_orders(
+    list_id: np.ndarray, list_count: int, rank: np.ndarray, index: type[np.integer]
+) -> np.ndarray:
+    """``(d, n)``: per QI, the items sorted by (list, QI rank), lists numbered in
+    (bucket, value) order.
+
+    The keys are distinct (ranks are a permutation of ``0..n-1``), so this is *the* sorted
+    order: the items in rank order (inverse permutation of the ranks), then a stable
+    least-significant-digit radix sort on the list number, 16 bits a pass.
+    """
+    d, n = rank.shape
+    orders = np.empty((d, n), dtype=index)
+    positions = np.arange(n, dtype=index)
+    digits = max(1, (max(list_count - 1, 1).bit_length() + 15) // 16)
+    for a in range(d):
+        order = np.empty(n, dtype=index)
+        order[rank[a]] = positions
+        for digit in range(digits):
+            key = ((list_id[order] >> (16 * digit)) & 0xFFFF).astype(np.uint16)
+            order = order[np.argsort(key, kind="stable")]
+        orders[a] = order
+    return orders
 
 
 def _best_cuts(
-    orders: list[np.ndarray],
-    seg_s: np.ndarray,
-    seg_k: np.ndarray,
-    sources: np.ndarray,
+    orders: np.ndarray,
+    s: int,
+    k: np.ndarray,
+    chunk_seg: np.ndarray,
+    chunk_p: np.ndarray,
+    rows: np.ndarray,
     code_values: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cheapest scheme (QI, rows per list in the first half) of every segment.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cheapest scheme (QI, rows per list in the first half) of every segment (§4.3).
 
     The ``s`` items at list position ``p`` of a segment form chunk ``(segment, p)``; the
     first half of the cut after ``p`` is the union of chunks ``0..p``, so its box is a
     prefix maximum over chunk boxes (and the second half a suffix maximum).
 
-    Returns the chosen QI and last list position ``p`` of the first half per segment, and
-    the list position of every position of the orders.
+    Returns the chosen QI and last list position ``p`` of the first half per segment.
     """
-    s, k = seg_s, seg_k
-    size = s * k
-    count = int(size.sum())
-    segments = len(s)
-    seg_start = np.concatenate(([0], np.cumsum(size)[:-1]))
-    chunk_start = np.concatenate(([0], np.cumsum(k)[:-1]))
-    start_pos = np.repeat(seg_start, size)
-    local = np.arange(count) - start_pos
-    k_pos = np.repeat(k, size)
-    list_index = local // k_pos
-    p = local - list_index * k_pos
-    # Positions in (segment, p, list) order: the s items of one chunk are adjacent.
-    slot = start_pos + p * np.repeat(s, size) + list_index
-    by_slot = np.empty(count, dtype=np.int64)
-    by_slot[slot] = np.arange(count)
-    total_chunks = int(k.sum())
-    chunk_seg = np.repeat(np.arange(segments), k)
-    chunk_p = np.arange(total_chunks) - chunk_start[chunk_seg]
-    chunk_first = seg_start[chunk_seg] + chunk_p * s[chunk_seg]
-    segment_id = chunk_seg.astype(np.int64)
-    reverse_id = segment_id[-1] - segment_id[::-1]
     width = len(code_values) + 1
+    # Box ends as codes offset by segment (see _segmented_cummax): int32 when they fit.
+    box = np.int32 if (len(k) + 1) * width < 2**31 - 1 else np.int64
+    segment_id = chunk_seg.astype(box)
+    reverse_id = segment_id[-1] - segment_id[::-1]
     no_value = len(code_values) - 1
+    unsigned = np.uint32 if rows.dtype == np.int32 else np.uint64
     # Cut after list position p: first half = chunks 0..p, second half = p+1..k-1.
     cut_index = np.flatnonzero(chunk_p < k[chunk_seg] - 1)
     cut_seg = chunk_seg[cut_index]
     cut_p = chunk_p[cut_index]
     best_cost = np.full(len(cut_index), np.inf)
     best_dim = np.zeros(len(cut_index), dtype=np.int64)
-    for a, order in enumerate(orders):
-        items = order[by_slot]
-        # Chunk boxes per QI; then prefix (first half) and suffix (second half) boxes.
-        taken = np.take(sources, items, axis=1)
-        high = np.maximum.reduceat(taken, chunk_first, axis=1).astype(np.int64)
-        taken[taken < 0] = no_value
-        low = np.minimum.reduceat(taken, chunk_first, axis=1).astype(np.int64)
+    for a in range(len(orders)):
+        # Chunk boxes per QI (over the s lists); then prefix (first half) and suffix
+        # (second half) boxes.
+        # Unsigned, a counterfeit (-1) is above every code: the minimum is the lowest
+        # real code, or the top value if the chunk holds counterfeits only.
+        taken = np.take(rows, orders[a, 0], axis=0)
+        high = taken.copy()
+        low = taken.view(unsigned).copy()
+        for j in range(1, s):
+            np.take(rows, orders[a, j], axis=0, out=taken)
+            np.maximum(high, taken, out=high)
+            np.minimum(low, taken.view(unsigned), out=low)
+        high = np.ascontiguousarray(high.T, dtype=box)
+        low = low.T
+        empty = low == np.iinfo(unsigned).max
+        low = np.ascontiguousarray(low, dtype=box)
+        low[empty] = no_value
         first = _lengths(code_values, _segmented_cummax(high, segment_id, width),
                          _segmented_cummin(low, segment_id, width))
         second = _lengths(
@@ -290,7 +371,7 @@ def _best_cuts(
             _segmented_cummax(high[:, ::-1], reverse_id, width)[:, ::-1],
             _segmented_cummin(low[:, ::-1], reverse_id, width)[:, ::-1],
         )
-        cost = s[cut_seg] * (
+        cost = s * (
             (cut_p + 1) * first[cut_index] + (k[cut_seg] - cut_p - 1) * second[cut_index + 1]
         )
         better = cost < best_cost
@@ -306,7 +387,52 @@ def _best_cuts(
     score = np.where(near, imbalance, span) * span + cut_p
     chosen_p = np.minimum.reduceat(score, cut_start) % span
     chosen_dim = best_dim[cut_start + chosen_p]
-    return chosen_dim, chosen_p, p
+    return chosen_dim, chosen_p
+
+
+def _split_orders(
+    orders: np.ndarray,
+    k: np.ndarray,
+    chunk_seg: np.ndarray,
+    chunk_p: np.ndarray,
+    chunk_start: np.ndarray,
+    chosen_dim: np.ndarray,
+    chosen_p: np.ndarray,
+    n: int,
+) -> np.ndarray:
+    """Reorder every list of every segment, in every per-QI order, as (its first-half
+    items, its second-half items), stably: the segments of the next level.
+
+    The first half of segment ``j`` is the first ``chosen_p[j] + 1`` items of every list
+    in the order of QI ``chosen_dim[j]``; every list holds that many first-half items in
+    every order. With ``r`` the first-half items of a list before chunk ``c`` (``b`` of
+    them before the segment), a first-half item goes to chunk ``start + r - b`` and a
+    second-half one to ``start + left_k + (c - start) - (r - b)``.
+    """
+    d, s, chunks = orders.shape
+    at_left = np.flatnonzero(chunk_p <= chosen_p[chunk_seg])
+    chosen = orders[chosen_dim[chunk_seg[at_left]][None, :], np.arange(s)[:, None],
+                    at_left[None, :]]
+    left = np.zeros(n, dtype=bool)
+    left[chosen.reshape(-1)] = True
+    del chosen
+    index = orders.dtype.type
+    left_k = chosen_p + 1
+    before = np.cumsum(left_k) - left_k
+    first_offset = np.repeat((chunk_start - before).astype(index), k)
+    second_base = np.repeat((left_k + before).astype(index), k)
+    second_base += np.arange(chunks, dtype=index)
+    list_base = (np.arange(s, dtype=np.int64) * chunks).astype(index)[:, None]
+    result = np.empty_like(orders)
+    for a in range(d):
+        left_a = left[orders[a]]
+        running = np.cumsum(left_a, axis=1, dtype=index)
+        running -= left_a
+        target = second_base - running
+        np.copyto(target, running + first_offset, where=left_a)
+        target += list_base
+        result[a].reshape(-1)[target.reshape(-1)] = orders[a].reshape(-1)
+    return result
 
 
 def _lengths(code_values: np.ndarray, high: np.ndarray, low: np.ndarray) -> np.ndarray:
@@ -342,32 +468,6 @@ def _local_ranks(rank: np.ndarray, n: int) -> np.ndarray:
         else:
             local[a, np.argsort(row, kind="stable")] = np.arange(n)
     return local
-
-
-def _stable_partition(
-    order: np.ndarray,
-    left: np.ndarray,
-    seg_size: np.ndarray,
-    seg_start: np.ndarray,
-    left_size: np.ndarray,
-) -> np.ndarray:
-    """Reorder every segment as (its first-half items, its second-half items), stably.
-
-    With ``r`` the first-half items before position ``i`` (``b`` of them before the
-    segment), a first-half item goes to ``start + r - b`` and a second-half one to
-    ``start + left_size + (i - start) - (r - b)``.
-    """
-    left_int = left.astype(np.int64)
-    running = np.cumsum(left_int) - left_int
-    before_segment = running[seg_start]
-    first_offset = np.repeat(seg_start - before_segment, seg_size)
-    second_offset = np.repeat(left_size + before_segment, seg_size)
-    target = np.where(
-        left, running + first_offset, np.arange(len(order)) - running + second_offset
-    )
-    result = np.empty_like(order)
-    result[target] = order
-    return result
 
 
 def split_bucket_min_perimeter(points: np.ndarray, values: np.ndarray) -> SplitResult:
