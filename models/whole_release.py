@@ -70,6 +70,7 @@ from republish.models.whole_release_bound import (
     whole_release_bound,
 )
 from republish.models.whole_release_columns import Columns, initial_columns, stage2
+from republish.models.whole_release_counts import realize_counts
 from republish.models.whole_release_pricing import nearest_columns
 from republish.models.whole_release_problem import (
     WholeReleaseProblem,
@@ -130,51 +131,6 @@ def _objectives(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], defe
     else:
         spreads = np.array([float(extent(g)) for g in groups], dtype=np.float64)
     return counterfeits + weight * deferred, float((sigmas * spreads).sum())
-
-
-def realize_counts(problem: WholeReleaseProblem, plan: CountPlan
-                   ) -> tuple[list[np.ndarray], np.ndarray]:
-    """A release with the count plan's (a). Bucket ``b``'s old rows of each value, in order
-    of their coordinate sum, spread over its ``g_b`` groups (the ``j``-th of ``k`` to group
-    ``⌊j·g_b/k⌋``: distinct groups), then groups without an old row take one from a group
-    holding two (``o_b >= g_b``); each joining new row fills the nearest group lacking its
-    value. The rest go round robin into new groups (a value's rows at consecutive positions
-    land in distinct groups)."""
-    assert plan.groups is not None and plan.joins is not None and plan.deferred is not None
-    counts, points = ReleaseCounts.of(problem), problem.points
-    key = points.sum(axis=1)
-    free = {v: sorted(np.flatnonzero(counts.is_new & (problem.values == v)).tolist(),
-                      key=lambda i: key[i]) for v in range(problem.domain_size)}
-    groups: list[list[int]] = []
-    for b, old in enumerate(counts.old_rows):
-        mine: list[list[int]] = [[] for _ in range(int(plan.groups[b]))]
-        for v in np.flatnonzero(counts.k[b]).tolist():
-            rows = sorted(old[problem.values[old] == v].tolist(), key=lambda i: key[i])
-            for j, i in enumerate(rows):
-                mine[j * len(mine) // len(rows)].append(i)
-        for group in mine:
-            if not group:
-                group.append(max(mine, key=len).pop())
-        centre = points[old].mean(axis=0) if len(old) else np.zeros(points.shape[1])
-        for v in np.flatnonzero(plan.joins[b]).tolist():
-            free[v].sort(key=lambda i: np.abs(points[i] - centre).sum())
-            joining, free[v] = free[v][:int(plan.joins[b, v])], free[v][int(plan.joins[b, v]):]
-            for i in joining:
-                open_ = [g for g in mine if v not in problem.values[g].tolist()]
-                min(open_, key=lambda g: np.abs(points[g].mean(axis=0) - points[i]).sum()
-                    ).append(i)
-        groups.extend(mine)
-    deferred = [i for v in free for i in free[v][:int(plan.deferred[v])]]
-    left = [free[v][int(plan.deferred[v]):] for v in free]
-    total, most = sum(len(r) for r in left), max((len(r) for r in left), default=0)
-    if total:
-        size = total // problem.m if problem.m * most <= total else most
-        mine = [[] for _ in range(size)]
-        for position, i in enumerate(i for rows in left for i in rows):
-            mine[position % size].append(i)
-        groups.extend(mine)
-    return [np.array(sorted(g), dtype=np.int64) for g in groups], np.array(sorted(deferred),
-                                                                           dtype=np.int64)
 
 
 @dataclass

@@ -17,7 +17,7 @@
 
   Exact: any release yields such counts with at least the model's (a) (new groups holding
   ``y`` rows number ``>= max_v y_v`` and have ``>= m`` slots each), and every count solution
-  is realized by :func:`republish.models.whole_release.realize_counts`.
+  is realized by :func:`republish.models.whole_release_counts.realize_counts`.
 * **Columns** of the set-partitioning model (:func:`families`, :func:`enumerate_columns`),
   with pricing: only columns of reduced cost ``<= θ`` under given duals.
 * **The LP relaxation** (:func:`relax`): a dual bound valid whatever the LP's accuracy.
