@@ -15,18 +15,17 @@ import numpy as np
 import pandas as pd
 
 from republish.errors import RepublishError
-from republish.generalization import group_extremes, parse_cell, render_cell
+from republish.generalization import parse_cell, render_cell
 from republish.principles.vectorized import (
     ReleaseArrays,
     counts_in,
     integer_column,
-    text_array,
 )
 from republish.release import COUNT, GROUP, Release
 from republish.schema import QIAttribute
 from republish.tables import encode_qis
 
-__all__ = ["counterfeit_groups", "uncovered_cells"]
+__all__ = ["column_extremes", "counterfeit_groups", "uncovered_cells"]
 
 
 def uncovered_cells(
@@ -80,6 +79,26 @@ def _count_groups(arrays: ReleaseArrays) -> set[Any] | None:
     return flagged | set(arrays.label_list(np.flatnonzero(bad)))
 
 
+def column_extremes(
+    codes: np.ndarray, inverse: np.ndarray, groups: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`republish.generalization.group_extremes` of NaN-free ``codes``, one column
+    at a time with ``np.minimum.at`` / ``np.maximum.at`` on contiguous 1-d arrays (a
+    buffered scatter per column, several times faster than its stable sort by group).
+    Minima and maxima do not depend on the order the rows are visited in."""
+    codes = np.asarray(codes, dtype=np.float64)
+    inverse = np.asarray(inverse, dtype=np.int64)
+    d = codes.shape[1] if codes.ndim == 2 else 1
+    codes = codes.reshape(len(inverse), d)
+    low = np.full((d, groups), np.inf)
+    high = np.full((d, groups), -np.inf)
+    for j in range(d):
+        column = np.ascontiguousarray(codes[:, j])
+        np.minimum.at(low[j], inverse, column)
+        np.maximum.at(high[j], inverse, column)
+    return np.ascontiguousarray(low.T), np.ascontiguousarray(high.T)
+
+
 def _parsed_cells(qi: QIAttribute, texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Code range of each distinct cell text; (inf, -inf), covering nothing, when unparsable."""
     low = np.full(len(texts), np.inf)
@@ -117,7 +136,7 @@ def _box_groups(arrays: ReleaseArrays) -> set[Any] | None:
     cell_codes: list[np.ndarray] = []
     cell_texts: list[np.ndarray] = []
     for name in schema.qi_names:
-        text = text_array(published[name])
+        text = arrays.published_text(name)
         # a row differs from its group's representative exactly when its text does
         # (object comparison is string equality); only the representatives are factorized
         shown_text = text[representative]
@@ -139,7 +158,7 @@ def _box_groups(arrays: ReleaseArrays) -> set[Any] | None:
     if not known.any():
         return flagged
     # the real rows' box of each group, as group_boxes computes it
-    low, high = group_extremes(codes[known], arrays.assignment_group[known], groups)
+    low, high = column_extremes(codes[known], arrays.assignment_group[known], groups)
     held = np.bincount(arrays.assignment_group[known], minlength=groups) > 0
     boxes = np.flatnonzero(held & present & ~mixed)
     uncovered = np.zeros(len(boxes), dtype=bool)
@@ -160,9 +179,8 @@ def _box_groups(arrays: ReleaseArrays) -> set[Any] | None:
 
 def _sensitive_groups(arrays: ReleaseArrays) -> set[Any]:
     """Groups rule 4 (``_sensitive_violations``) reports."""
-    published_keys, real_keys = arrays.cell_keys()
-    shown_keys, shown_counts = np.unique(published_keys, return_counts=True)
-    held_keys, held_counts = np.unique(real_keys, return_counts=True)
+    shown_keys, shown_counts = arrays.cell_counts()
+    held_keys, held_counts = arrays.cell_counts(real=True)
     short = held_counts > counts_in(held_keys, shown_keys, shown_counts)
     groups, _ = arrays.split_cell_keys(held_keys[short])
     published, _ = arrays.group_sizes()

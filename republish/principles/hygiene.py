@@ -85,9 +85,9 @@ def _vectorized_excess(arrays: ReleaseArrays) -> tuple[Cells, Cells]:
     The layout checks read ``p`` only where ``e > 0``; the cells keep the order of their
     first published row, as in :func:`counterfeit_excess`, so sums run in the same order.
     """
-    published_keys, real_keys = arrays.cell_keys()
-    keys, counts = np.unique(published_keys, return_counts=True)
-    real_keys, real_counts = np.unique(real_keys, return_counts=True)
+    published_keys = arrays.cell_keys()[0]
+    keys, counts = arrays.cell_counts()
+    real_keys, real_counts = arrays.cell_counts(real=True)
     extra = counts - counts_in(keys, real_keys, real_counts)
     chosen = np.flatnonzero(extra > 0)
     if len(chosen):
@@ -103,12 +103,32 @@ def _vectorized_excess(arrays: ReleaseArrays) -> tuple[Cells, Cells]:
     return published, excess
 
 
-def _holds_all(column: pd.Series, identifiers: np.ndarray) -> bool:
+def _holds_all(column: pd.Series | np.ndarray, identifiers: np.ndarray) -> bool:
     """Whether ``column`` (as text) holds every one of the distinct ``identifiers``."""
-    values = text_array(column)
+    values = column if isinstance(column, np.ndarray) else text_array(column)
     if len(identifiers) > len(values) or not (values == identifiers[0]).any():
         return False
     return bool(pd.Index(identifiers).isin(values).all())
+
+
+def _holds_every_identifier(arrays: ReleaseArrays, column: str) -> bool:
+    """``_holds_all(column, arrays.distinct_identifiers())`` without deduplicating the
+    identifiers unless they outnumber the column's rows: repeats change neither the
+    first identifier nor whether all of them are in the column."""
+    values = arrays.published_text(column)
+    identifiers = arrays.identifiers
+    if len(identifiers) > len(values):
+        identifiers = arrays.distinct_identifiers()
+    return _holds_all(values, identifiers)
+
+
+def _several_identifiers(arrays: ReleaseArrays) -> bool:
+    """At least two distinct identifiers (``len(distinct_identifiers()) >= 2``)."""
+    identifiers = arrays.identifiers
+    if len(identifiers) < 2:
+        return False
+    return bool(identifiers[1] != identifiers[0]) or bool(
+        (identifiers[2:] != identifiers[0]).any())
 
 
 def _column_violations(release: Release, arrays: ReleaseArrays | None = None) -> list[Violation]:
@@ -147,17 +167,17 @@ def _column_violations(release: Release, arrays: ReleaseArrays | None = None) ->
             Violation(group=None, reason=f"columns are in the order {columns}, expected {expected}")
         )
     if arrays is not None and arrays.vectorizable:
-        distinct = arrays.distinct_identifiers()
+        several = _several_identifiers(arrays)
 
         def holds_all(column: str) -> bool:
-            return _holds_all(release.published[column], distinct)
+            return _holds_every_identifier(arrays, column)
     else:
         identifiers = set(release.assignment[schema.identifier].astype(str))
-        distinct = np.asarray(list(identifiers), dtype=object)
+        several = len(identifiers) >= 2
 
         def holds_all(column: str) -> bool:
             return identifiers <= set(release.published[column].astype(str))
-    if len(distinct) >= 2:
+    if several:
         for column in columns:
             if column in (GROUP, schema.identifier):
                 continue

@@ -172,7 +172,7 @@ def uniqueness_groups(arrays: ReleaseArrays, m: int) -> set[Any]:
     """Groups :func:`_uniqueness_violations` reports, found on integer codes."""
     published, _ = arrays.group_sizes()
     bad = (published > 0) & (published < m)
-    keys, counts = np.unique(arrays.cell_keys()[0], return_counts=True)
+    keys, counts = arrays.cell_counts()
     groups, _ = arrays.split_cell_keys(keys[counts > 1])
     bad[groups] = True
     return set(arrays.label_list(np.flatnonzero(bad)))

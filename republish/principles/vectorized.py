@@ -24,7 +24,7 @@ import pandas as pd
 from republish.release import GROUP, Release
 
 __all__ = ["LastPublication", "ReleaseArrays", "SignatureTable", "distinct_text", "integer_column",
-           "text_array"]
+           "sorted_factorize", "text_array"]
 
 
 def integer_column(frame: pd.DataFrame, column: str) -> np.ndarray | None:
@@ -93,11 +93,8 @@ class ReleaseArrays:
         assert published_values is not None and assignment_values is not None
         assert identifiers is not None
         size = len(published_groups)
-        inverse, labels = pd.factorize(
-            np.concatenate([published_groups, assignment_groups]), sort=True
-        )
-        inverse = np.asarray(inverse, dtype=np.int64)
-        self.labels: np.ndarray = np.asarray(labels, dtype=np.int64)
+        inverse, labels = sorted_factorize(np.concatenate([published_groups, assignment_groups]))
+        self.labels: np.ndarray = labels
         self.published_group: np.ndarray = inverse[:size]
         self.assignment_group: np.ndarray = inverse[size:]
         codes, values = pd.factorize(
@@ -110,6 +107,16 @@ class ReleaseArrays:
         self.identifiers: np.ndarray = identifiers
         self._identifier_index: pd.Index | None = None
         self._unique: bool | None = None
+        self._texts: dict[str, np.ndarray] = {schema.sensitive: published_values}
+        self._cell_keys: tuple[np.ndarray, np.ndarray] | None = None
+        self._cells: list[tuple[np.ndarray, np.ndarray] | None] = [None, None]
+
+    def published_text(self, column: str) -> np.ndarray:
+        """:func:`text_array` of the published ``column`` (computed once, then shared)."""
+        found = self._texts.get(column)
+        if found is None:
+            found = self._texts[column] = text_array(self.release.published[column])
+        return found
 
     @property
     def identifier_index(self) -> pd.Index:
@@ -141,12 +148,23 @@ class ReleaseArrays:
         )
 
     def cell_keys(self) -> tuple[np.ndarray, np.ndarray]:
-        """One integer per (group, sensitive value), for published rows and real rows."""
-        width = max(len(self.values), 1)
-        return (
-            self.published_group * width + self.published_value,
-            self.assignment_group * width + self.assignment_value,
-        )
+        """One integer per (group, sensitive value), for published rows and real rows
+        (computed once; callers must not change them)."""
+        if self._cell_keys is None:
+            width = max(len(self.values), 1)
+            self._cell_keys = (
+                self.published_group * width + self.published_value,
+                self.assignment_group * width + self.assignment_value,
+            )
+        return self._cell_keys
+
+    def cell_counts(self, real: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``np.unique(keys, return_counts=True)`` of the published (or, with ``real``,
+        the real) rows' :meth:`cell_keys`: one sort shared by every detector."""
+        found = self._cells[real]
+        if found is None:
+            found = self._cells[real] = np.unique(self.cell_keys()[real], return_counts=True)
+        return found
 
     def split_cell_keys(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Inverse of :meth:`cell_keys`: positions in :attr:`labels` and :attr:`values`."""
@@ -156,6 +174,28 @@ class ReleaseArrays:
     def label_list(self, positions: np.ndarray) -> list[Any]:
         """Group labels at ``positions`` as Python ints (as ``Series.tolist()`` gives)."""
         return list(self.labels[positions].tolist())
+
+
+def sorted_factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values, sort=True)`` of an int64 array, as int64 (codes, labels).
+
+    When the values span a range at most a few times their number (group labels built by
+    :func:`republish.release.build_release` are ``0..g-1``), the labels are the present
+    positions of a bitmap over that range and the codes its running count: two linear
+    passes instead of hashing every value.
+    """
+    values = np.asarray(values, dtype=np.int64)
+    if len(values):
+        low, high = int(values.min()), int(values.max())
+        span = high - low + 1
+        if span <= 4 * len(values) + 1024:
+            offsets = values - low
+            present = np.zeros(span, dtype=bool)
+            present[offsets] = True
+            rank = np.cumsum(present, dtype=np.int64) - 1
+            return rank[offsets], np.flatnonzero(present).astype(np.int64) + low
+    codes, labels = pd.factorize(values, sort=True)
+    return np.asarray(codes, dtype=np.int64), np.asarray(labels, dtype=np.int64)
 
 
 def distinct_text(values: np.ndarray) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Literal
 
 import numpy as np
@@ -88,16 +89,18 @@ def check_against_state(
     """
     schema = release.schema
     assignment = release.assignment
-    ids = assignment[schema.identifier].astype(str)
+    ids: pd.Series | None = None
     if positions is None:
+        ids = assignment[schema.identifier].astype(str)
         positions = state.positions(ids)
     known = positions >= 0
     if not known.any():
         return VerificationReport("m-invariance", ())
     by_group = group_signatures(release)
-    before = state.rows.iloc[positions[known]]
+    rows = positions[known]
     groups = assignment[GROUP].to_numpy()[known]
-    codes = before[SIGNATURE].to_numpy()
+    # only the state's signature column is read (its last releases only for messages)
+    codes = state.rows[SIGNATURE].to_numpy()[rows]
     # Compare signatures as ids: one per distinct set among the state's table and the
     # groups' signatures (a group T*(j) does not publish has the empty one). Only the
     # (group, previous signature) pairs that differ reach the detailed loop below.
@@ -105,12 +108,21 @@ def check_against_state(
     state_ids = np.array(
         [set_ids.setdefault(s, len(set_ids)) for s in state.signatures] or [-1], dtype=np.int64)
     row_group, distinct_groups = pd.factorize(pd.Series(groups), use_na_sentinel=False)
-    group_ids = np.array(
-        [set_ids.setdefault(by_group.get(g, frozenset()), len(set_ids))
-         for g in distinct_groups.tolist()], dtype=np.int64)
+    # the groups' signatures are shared frozensets (one per distinct set): hash them in
+    # C (a set caches its hash) and give each distinct one its id
+    hosted = np.empty(len(distinct_groups), dtype=object)
+    hosted[:] = list(map(by_group.get, distinct_groups.tolist(), repeat(frozenset())))
+    signature_of, distinct_signatures = pd.factorize(hosted)
+    distinct_ids = np.array(
+        [set_ids.setdefault(s, len(set_ids)) for s in distinct_signatures.tolist()] or [-1],
+        dtype=np.int64)
+    group_ids = distinct_ids[signature_of]
     bad = group_ids[row_group] != state_ids[codes]
     if not bad.any():
         return VerificationReport("m-invariance", ())
+    if ids is None:
+        ids = assignment[schema.identifier].astype(str)
+    last_releases = state.rows[LAST_RELEASE].to_numpy()[rows]
     pairs = pd.DataFrame({"group": groups, "code": codes})
     pairs = pairs[bad].drop_duplicates()
     violations = []
@@ -118,11 +130,9 @@ def check_against_state(
         now = by_group.get(group, frozenset())
         if now == state.signatures[code]:
             continue
-        mask = (assignment[GROUP].to_numpy()[known] == group) & (
-            before[SIGNATURE].to_numpy() == code
-        )
+        mask = (assignment[GROUP].to_numpy()[known] == group) & (codes == code)
         idents = ids[known].to_numpy()[mask].tolist()
-        numbers = sorted(set(before[LAST_RELEASE].to_numpy()[mask].tolist()))
+        numbers = sorted(set(last_releases[mask].tolist()))
         violations.append(
             Violation(
                 group=group,
