@@ -108,7 +108,8 @@ def trade_slots(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *, d
     docstring) until ``time.perf_counter()`` passes ``deadline``.
 
     Each move takes a value ``v`` and ``groups_per_move`` groups holding a real ``v``-row
-    whose centroids are nearest a random one, and re-assigns their ``v``-rows optimally.
+    whose centroids are nearest a random one (drawn in proportion to its cost), and
+    re-assigns their ``v``-rows optimally.
     Deferred rows stay deferred, every group keeps its signature and counterfeits. Stops
     early after ``patience`` assignments in a row without a gain."""
     if groups_per_move < 2:
@@ -142,7 +143,10 @@ def trade_slots(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *, d
     while values and idle < patience and time.perf_counter() < deadline:
         v = values[int(rng.integers(len(values)))]
         mine = holders[v]
-        centre = centroids[mine[int(rng.integers(len(mine)))]]
+        # centred on a costly group more often: that is where trades gain (measured on
+        # 20,000 Adult rows, 10 s: -19.7 % against -19.0 % with uniform centres at m = 5)
+        weight = cost[mine] + 1e-12
+        centre = centroids[mine[int(rng.choice(len(mine), p=weight / weight.sum()))]]
         k = min(groups_per_move, len(mine))
         distance = np.abs(centroids[mine] - centre).sum(axis=1)
         chosen = mine[np.argpartition(distance, k - 1)[:k]]
