@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
+from republish.objectives import member_boxes
+
 if TYPE_CHECKING:
     from republish.models.whole_release import WholeReleaseProblem
 
@@ -45,18 +47,12 @@ class BoxExtent:
 
     def batch(self, members: np.ndarray) -> np.ndarray:
         """Extent of every row of ``members`` (``(C, k)`` row indices, ``-1`` = none)."""
-        used = members >= 0
-        coords = self.points[np.where(used, members, 0)]
-        high = np.where(used[:, :, None], coords, -np.inf).max(axis=1)
-        low = np.where(used[:, :, None], coords, np.inf).min(axis=1)
-        return np.where(used.any(axis=1), (high - low).sum(axis=1), 0.0)
+        low, high = member_boxes(self.points, members)
+        return np.where((members >= 0).any(axis=1), (high - low).sum(axis=1), 0.0)
 
     def joined(self, members: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """``extent(members[b] ∪ {rows[a]})`` for every ``a``, ``b`` (an ``(A, B)`` matrix)."""
-        used = members >= 0
-        coords = self.points[np.where(used, members, 0)]
-        high = np.where(used[:, :, None], coords, -np.inf).max(axis=1)
-        low = np.where(used[:, :, None], coords, np.inf).min(axis=1)
+        low, high = member_boxes(self.points, members)
         x = self.points[np.asarray(rows, dtype=np.int64)][:, None, :]
         return (np.maximum(high[None], x) - np.minimum(low[None], x)).sum(axis=2)
 

@@ -90,14 +90,11 @@ def _assign(placed: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     return order
 
 
-def _keeps_its_place(problem: WholeReleaseProblem, rows: np.ndarray,
-                     sigma: frozenset[int]) -> bool:
-    """Whether a group of counterfeits that lost its last old row keeps its signature and
-    may still hold counterfeits."""
-    if group_signature(problem, rows) != sigma:
-        return False
-    return bool(problem.counterfeits_in_new_groups or len(sigma) == len(rows)
-                or (problem.bucket[rows] >= 0).any())
+def _centroids(points: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """Mean point of each row of ``members`` (``-1`` = none)."""
+    used = members >= 0
+    total = np.where(used[:, :, None], points[np.maximum(members, 0)], 0.0).sum(axis=1)
+    return total / np.maximum(used.sum(axis=1), 1)[:, None]
 
 
 def trade_slots(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *, deadline: float,
@@ -133,9 +130,7 @@ def trade_slots(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *, d
     value_of = np.where(matrix >= 0, problem.values[np.maximum(matrix, 0)], -1)
     holders = [np.flatnonzero((value_of == v).any(axis=1)) for v in range(problem.domain_size)]
     values = [v for v, h in enumerate(holders) if len(h) >= 2]
-    filled = np.maximum(matrix, 0)
-    centroids = np.where(matrix[:, :, None] >= 0, problem.points[filled], 0.0).sum(axis=1) \
-        / np.maximum((matrix >= 0).sum(axis=1), 1)[:, None]
+    centroids = _centroids(problem.points, matrix)
     cost = size * _extents(measure, matrix)
     solved = improved = 0
     gain = 0.0
@@ -179,16 +174,9 @@ def trade_slots(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *, d
             continue
         moved = matrix[chosen].copy()
         moved[np.arange(k), slot] = rows[order]
-        # only a group whose last old row left, or whose first arrived, can change σ
-        flips = np.flatnonzero((rest_bucket < 0) & ((row_bucket[order] >= 0) != (row_bucket >= 0)))
-        if not all(_keeps_its_place(problem, moved[b][moved[b] >= 0], sigmas[chosen[b]])
-                   for b in flips.tolist()):
-            continue
         matrix[chosen] = moved
         cost[chosen] = after
-        centroids[chosen] = problem.points[moved].mean(axis=1) if (moved >= 0).all() else (
-            np.where(moved[:, :, None] >= 0, problem.points[np.maximum(moved, 0)], 0.0
-                     ).sum(axis=1) / np.maximum((moved >= 0).sum(axis=1), 1)[:, None])
+        centroids[chosen] = _centroids(problem.points, moved)
         improved, idle = improved + 1, 0
         gain += float(before - after.sum())
     return SlotSearch(tuple(np.sort(r[r >= 0]) for r in matrix), solved, improved, gain)

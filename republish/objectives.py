@@ -33,10 +33,21 @@ from republish.release import COUNT, GROUP, Release
 from republish.schema import Schema
 from republish.tables import encode_qis
 
-__all__ = ["COUNTS_NAME", "OBJECTIVES", "CostName", "ReleaseCost", "counts_name", "release_cost",
-           "validate_cost"]
+__all__ = ["COUNTS_NAME", "OBJECTIVES", "CostName", "ReleaseCost", "counts_name", "member_boxes",
+           "release_cost", "validate_cost"]
 
 CostName = Literal["perimeter", "ncp"]
+
+
+def member_boxes(points: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``members`` (``(C, k)`` row indices into ``points``, ``-1`` = none) the
+    lowest and highest coordinates of its rows: ``(C, d)`` each, ``inf``/``-inf`` for a
+    row without members."""
+    members = np.asarray(members, dtype=np.int64)
+    used = members >= 0
+    coords = points[np.where(used, members, 0)]
+    return (np.where(used[:, :, None], coords, np.inf).min(axis=1),
+            np.where(used[:, :, None], coords, -np.inf).max(axis=1))
 #: The name of each generalization cost (b), as printed beside its value.
 OBJECTIVES: dict[str, str] = {
     "perimeter": "perimeter Σ|G|·Σ extent/range",
@@ -139,12 +150,8 @@ class ReleaseCost:
     def batch(self, members: np.ndarray) -> np.ndarray:
         """:meth:`extent` of every row of ``members`` (``(C, k)`` row indices, ``-1`` =
         none), vectorized (the whole-release model's column enumeration calls this)."""
-        members = np.asarray(members, dtype=np.int64)
-        used = members >= 0
-        coords = self.points[np.where(used, members, 0)]
-        high = np.where(used[:, :, None], coords, -np.inf).max(axis=1)
-        low = np.where(used[:, :, None], coords, np.inf).min(axis=1)
-        some = used.any(axis=1)
+        low, high = member_boxes(self.points, members)
+        some = (np.asarray(members) >= 0).any(axis=1)
         low[~some], high[~some] = 0.0, 0.0
         return np.where(some, self._lengths(low, high).sum(axis=1), 0.0)
 
@@ -152,11 +159,7 @@ class ReleaseCost:
         """``extent(members[b] ∪ {rows[a]})`` for every ``a``, ``b`` (``members``: ``(B, k)``
         row indices, ``-1`` = none): the cost matrix of a slot trade
         (:mod:`republish.models.whole_release_slots`)."""
-        members = np.asarray(members, dtype=np.int64)
-        used = members >= 0
-        coords = self.points[np.where(used, members, 0)]
-        high = np.where(used[:, :, None], coords, -np.inf).max(axis=1)
-        low = np.where(used[:, :, None], coords, np.inf).min(axis=1)
+        low, high = member_boxes(self.points, members)
         x = self.points[np.asarray(rows, dtype=np.int64)][:, None, :]
         return self._lengths(np.minimum(low[None], x), np.maximum(high[None], x)).sum(axis=2)
 
