@@ -80,6 +80,7 @@ from republish.models.whole_release_problem import (
     release_problems,
 )
 from republish.models.whole_release_row_bound import row_bound
+from republish.models.whole_release_slots import trade_slots
 
 __all__ = [
     "BoxExtent",
@@ -195,8 +196,6 @@ def _polished(problem: WholeReleaseProblem, incumbent: _Candidate, candidates: l
               weight: Fraction, measure: Extent, *, deadline: float, seed: int) -> _Candidate:
     """The incumbent after slot trades (:mod:`republish.models.whole_release_slots`): a
     cheaper start gives the model a smaller gap to close by reduced-cost fixing."""
-    from republish.models.whole_release_slots import trade_slots
-
     if len(incumbent.groups) < 2 or time.perf_counter() >= deadline:
         return incumbent
     traded = trade_slots(problem, incumbent.groups, deadline=deadline, seed=seed,
@@ -218,8 +217,6 @@ def _by_neighbourhoods(problem: WholeReleaseProblem, incumbent: _Candidate,
     large-neighbourhood search (:mod:`republish.models.whole_release_neighbourhoods`) for
     the rest of the budget; (b) keeps the cycle-cover bound where it is cheap."""
     from republish.models.whole_release_neighbourhoods import improve_by_neighbourhoods
-    from republish.models.whole_release_slots import trade_slots
-
     bound_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
     # the row bound depends on the problem and A* only: before the search takes the time
     rows_bound = row_bound(problem, measure, incumbent.a, weight,

@@ -51,6 +51,7 @@ from republish.models.whole_release_counts import (
     optimal_counts,
     rational_weight,
 )
+from republish.models.whole_release_row_bound import row_bound
 
 if TYPE_CHECKING:
     from republish.models.whole_release import WholeReleaseProblem
@@ -340,8 +341,6 @@ def whole_release_bound(problem: WholeReleaseProblem, *, extent: Extent | None =
     a_bound = plan.bound / weight.denominator if plan.value is not None else 0.0
     if budget is None:
         budget = math.inf if plan.value is None else plan.value / weight.denominator
-    from republish.models.whole_release_row_bound import row_bound
-
     b_bound = row_bound(problem, extent, budget, weight, deadline=started + time_limit).bound \
         if math.isfinite(budget) else 0.0
     if len(problem.values) <= CYCLE_COVER_ROWS:
