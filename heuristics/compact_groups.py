@@ -33,30 +33,25 @@ __all__ = ["compact_groups"]
 Lengths = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def _visits(points: np.ndarray, passes: int) -> list[Callable[[np.ndarray], tuple[
-        np.ndarray, np.ndarray]]]:
-    """Per pass, a function ordering the free rows cell by cell (lexicographic inside a
-    cell, fewest-distinct QI first) and marking where each cell starts."""
-    low, span = points.min(axis=0), np.ptp(points, axis=0)
+def _qi_rank(points: np.ndarray) -> np.ndarray:
+    """Each row's position in the lexicographic order of the QIs, fewest distinct values
+    first (the order inside a cell)."""
     distinct = [len(np.unique(points[:, q])) for q in range(points.shape[1])]
     keys = [points[:, q] for q in sorted(range(points.shape[1]), key=lambda q: distinct[q])]
     rank = np.empty(len(points), dtype=np.int64)
     rank[np.lexsort(keys[::-1])] = np.arange(len(points))
+    return rank
 
-    def visit(level: int) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
-        width = np.where(span > 0, span / 2 ** (passes - 1 - level), 1.0)
 
-        def order(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            cell_of = np.floor((points[rows] - low) / width).astype(np.int64)
-            if level == passes - 1:  # the last cell is the whole table (max included)
-                cell_of[:] = 0
-            by_cell = np.lexsort((rank[rows],) + tuple(cell_of.T[::-1]))
-            rows, cell_of = rows[by_cell], cell_of[by_cell]
-            start = np.ones(len(rows), dtype=bool)
-            start[1:] = (cell_of[1:] != cell_of[:-1]).any(axis=1)
-            return rows, start
-        return order
-    return [visit(level) for level in range(passes)]
+def _by_cell(rows: np.ndarray, cells: np.ndarray, rank: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` cell by cell (``cells``: each row's cell coordinates), in ``rank`` order
+    inside a cell, and whether each row starts a cell."""
+    order = np.lexsort((rank[rows],) + tuple(cells.T[::-1]))
+    rows, cells = rows[order], cells[order]
+    start = np.ones(len(rows), dtype=bool)
+    start[1:] = (cells[1:] != cells[:-1]).any(axis=1)
+    return rows, start
 
 
 def _box(low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -69,8 +64,7 @@ def compact_groups(points: np.ndarray, values: np.ndarray, m: int, *, passes: in
 
     ``points``: ``(n, d)`` coordinates; ``lengths(low, high)``: per-QI lengths of boxes
     (default ``high - low``), used to place the rows left over. None when a left-over row
-    finds no group without its value (the table is then not m-eligible enough).
-"""
+    finds no group without its value (the table is then not m-eligible enough)."""
     points = np.asarray(points, dtype=np.float64)
     values = np.asarray(values, dtype=np.int64)
     if m < 1 or passes < 1:
@@ -79,10 +73,17 @@ def compact_groups(points: np.ndarray, values: np.ndarray, m: int, *, passes: in
     if n == 0:
         return []
     lengths = lengths or _box
+    low, span, rank = points.min(axis=0), np.ptp(points, axis=0), _qi_rank(points)
     free = np.ones(n, dtype=bool)
     groups: list[list[int]] = []
-    for order in _visits(points, passes):
-        rows, start = order(np.flatnonzero(free))
+    for level in range(passes):
+        rows = np.flatnonzero(free)
+        if level == passes - 1:  # the last cell is the whole table
+            cells = np.zeros((len(rows), 1), dtype=np.int64)
+        else:
+            width = np.where(span > 0, span / 2 ** (passes - 1 - level), 1.0)
+            cells = np.floor((points[rows] - low) / width).astype(np.int64)
+        rows, start = _by_cell(rows, cells, rank)
         pending: dict[int, deque[int]] = {}
         for i, fresh in zip(rows.tolist(), start.tolist(), strict=True):
             if fresh:

@@ -96,10 +96,10 @@ def _compact_start(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Groupi
     """With ``first_release="compact"``, a release without old rows starts from compact
     groups (:mod:`republish.heuristics.compact_groups`) when they beat the pipeline's,
     which groups by value, not by QI."""
-    if (problem.bucket >= 0).any() or hint.objective_a < 0:
+    if (problem.bucket >= 0).any():
         return hint
     groups = compact_groups(problem.points, problem.values, problem.m, lengths=cost.lengths)
-    if groups is None or any(len(g) < problem.m for g in groups):
+    if groups is None:
         return hint
     b = cost.total(groups, [len(g) for g in groups])
     if (0.0, b) >= (hint.objective_a, hint.objective_b):
