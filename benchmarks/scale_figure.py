@@ -1,11 +1,13 @@
 """Scaling of an m-invariant release with the table size (issue 17, item 5).
 
 For every size ``n`` (rows of the table, ``r = n / 5`` changed rows per release), runs
-``benchmarks/scale_release.py --skip-cli`` (the Python API in a fresh process, heuristic
-mode, m = 10, two releases) and records release 2's wall time, CPU time and the process's
-peak memory; then fits the growth exponent ``b`` of ``time ~ a·n^b`` (least squares on
-logarithms; 1.0 is linear, n log n shows as ~1.05-1.1 over this range). Prints a Markdown
-table and writes ``benchmarks/figures/scale_release.png``.
+``benchmarks/scale_release.py --skip-cli`` (the Python API in a fresh process, m = 10,
+two releases) and records release 2's wall time, CPU time (the process's and its finished
+children's: from 1,000,000 rows the split runs on local worker processes by default) and
+the peak memory of the process and of its largest worker; then fits the growth exponent
+``b`` of ``time ~ a·n^b`` (least squares on logarithms; 1.0 is linear, n log n shows as
+~1.05-1.1 over this range). Prints a Markdown table and writes
+``benchmarks/figures/scale_release.png``.
 
 Usage::
 
@@ -36,7 +38,8 @@ def measure(rows: int, folder: str | None, mode: str = "heuristic") -> dict[str,
     last = result["api"]["releases"][-1]
     return {"rows": rows, "mode": mode, "wall_s": last["wall_s"], "cpu_s": last["cpu_s"],
             "split_s": last["phases"].get("split", 0.0), "verify_s":
-            last["phases"].get("verify", 0.0), "peak_gib": result["api"]["peak_gib"]}
+            last["phases"].get("verify", 0.0), "peak_gib": result["api"]["peak_gib"],
+            "worker_peak_gib": result["api"].get("worker_peak_gib", 0.0)}
 
 
 def _record(data: dict) -> dict:  # type: ignore[type-arg]
@@ -48,7 +51,8 @@ def _record(data: dict) -> dict:  # type: ignore[type-arg]
     return {"rows": data["rows"], "mode": data.get("solver", "heuristic"),
             "wall_s": last["wall_s"], "cpu_s": last["cpu_s"],
             "split_s": last["phases"].get("split", 0.0),
-            "verify_s": last["phases"].get("verify", 0.0), "peak_gib": data["api"]["peak_gib"]}
+            "verify_s": last["phases"].get("verify", 0.0), "peak_gib": data["api"]["peak_gib"],
+            "worker_peak_gib": data["api"].get("worker_peak_gib", 0.0)}
 
 
 def exponent(sizes: list[float], times: list[float]) -> float:
@@ -77,12 +81,13 @@ def main() -> None:
             record = measure(rows, args.folder, mode)
             records.append(record)
             print(json.dumps(record), flush=True)
-    print("| mode | rows | r | release 2 wall s | CPU s | split s | verify s | peak GiB |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| mode | rows | r | release 2 wall s | CPU s | split s | verify s | peak GiB | "
+          "worker peak GiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in records:
         print(f"| {r.get('mode', 'heuristic')} | {r['rows']:,} | {r['rows'] // 5:,} | "
               f"{r['wall_s']} | {r['cpu_s']} | {r['split_s']} | {r['verify_s']} | "
-              f"{r['peak_gib']} |")
+              f"{r['peak_gib']} | {r.get('worker_peak_gib', 0.0)} |")
     modes = list(dict.fromkeys(str(r.get("mode", "heuristic")) for r in records))
     by_mode = {m: [r for r in records if r.get("mode", "heuristic") == m] for m in modes}
     for mode, rows_of in by_mode.items():

@@ -6,7 +6,9 @@ independent: the split of one bucket reads only its own rows
 into tasks of whole buckets and runs them
 
 * ``"local"``: one after the other in this process (the reference for the others);
-* ``"processes"``: on local worker processes (:class:`concurrent.futures.ProcessPoolExecutor`);
+* ``"processes"``: on local worker processes (:class:`concurrent.futures.ProcessPoolExecutor`;
+  where ``fork`` exists the workers inherit the tasks instead of receiving them pickled,
+  so the rows are not copied through pipes and the parent holds no pickled payloads);
 * ``"tcp://HOST:PORT"`` (any Dask address): as tasks on a Dask cluster
   (``dask.distributed``; the ``dask`` extra).
 
@@ -17,11 +19,18 @@ are the same wherever the tasks run and however the buckets are cut: equal to on
 :func:`~republish.heuristics.perimeter_split.split_buckets_min_perimeter` on every bucket.
 Group labels are made canonical (numbered in order of first appearance) so that the labels
 are equal too.
+
+:func:`automatic_scheduler` is the default of a release step (``scheduler=None``): tasks
+on local processes for releases of at least :data:`AUTOMATIC_TASK_ROWS` rows on a machine
+with two or more usable cores, else the one in-process split. A process that is itself a
+worker (a ``multiprocessing`` child, a batch worker, which sets
+:data:`NO_AUTOMATIC_TASKS`) keeps the in-process split: its siblings already use the cores.
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import time
 from collections.abc import Sequence
@@ -39,8 +48,11 @@ from republish.heuristics.perimeter_split import (
 __all__ = [
     "LOCAL",
     "PROCESSES",
+    "AUTOMATIC_TASK_ROWS",
+    "NO_AUTOMATIC_TASKS",
     "SplitTask",
     "TaskPlan",
+    "automatic_scheduler",
     "canonical_groups",
     "check_scheduler",
     "plan_tasks",
@@ -52,6 +64,31 @@ LOCAL = "local"
 PROCESSES = "processes"
 #: Rows per task aimed at when the number of tasks is automatic.
 TASK_ROWS = 200_000
+#: Releases of at least this many rows split their buckets on local processes by default
+#: (below, starting the processes and ranking the rows per task cost about what two cores
+#: save; benchmarks/RESULTS.md, "The split of the buckets as tasks").
+AUTOMATIC_TASK_ROWS = 1_000_000
+#: Environment variable that turns the automatic tasks off in this process (set by the
+#: batch worker processes).
+NO_AUTOMATIC_TASKS = "REPUBLISH_NO_AUTOMATIC_TASKS"
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the platform tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def automatic_scheduler(rows: int) -> str | None:
+    """The scheduler of a release of ``rows`` rows when none is given: ``processes`` from
+    :data:`AUTOMATIC_TASK_ROWS` rows on two or more usable cores, unless this process is
+    a worker itself; else ``None`` (the in-process split)."""
+    if rows < AUTOMATIC_TASK_ROWS or usable_cores() < 2:
+        return None
+    if multiprocessing.parent_process() is not None or os.environ.get(NO_AUTOMATIC_TASKS):
+        return None
+    return PROCESSES
 
 
 def check_scheduler(scheduler: str | None) -> str | None:
@@ -125,14 +162,38 @@ def canonical_groups(groups: np.ndarray) -> np.ndarray:
     return appearance[inverse.reshape(-1)]
 
 
+#: The tasks forked workers inherit (set only while a pool of forked workers runs).
+_INHERITED: Sequence[SplitTask] = ()
+
+
+def _run_inherited(index: int) -> tuple[np.ndarray, int]:
+    return run_task(_INHERITED[index])
+
+
+def _run_on_processes(tasks: Sequence[SplitTask], workers: int) -> list[tuple[np.ndarray, int]]:
+    global _INHERITED
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = max(1, min(workers, len(tasks)))
+    if "fork" not in multiprocessing.get_all_start_methods():
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(run_task, tasks))
+    # Forked workers see the tasks as they were at the fork (copy-on-write pages): only the
+    # index goes to a worker and only the groups come back.
+    _INHERITED = tasks
+    try:
+        with ProcessPoolExecutor(max_workers=workers,
+                                 mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_run_inherited, range(len(tasks))))
+    finally:
+        _INHERITED = ()
+
+
 def _run(tasks: Sequence[SplitTask], scheduler: str, workers: int) -> list[tuple[np.ndarray, int]]:
     if scheduler == LOCAL or len(tasks) <= 1:
         return [run_task(task) for task in tasks]
     if scheduler == PROCESSES:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks)))) as pool:
-            return list(pool.map(run_task, tasks))
+        return _run_on_processes(tasks, workers)
     try:
         from distributed import Client
     except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -194,7 +255,7 @@ def split_in_tasks(
     if not len(points):
         return SplitResult(groups=np.zeros(0, dtype=np.int64), group_count=0, levels=0)
     started = time.perf_counter()
-    workers = workers or os.cpu_count() or 1
+    workers = workers or usable_cores()
     plan = plan_tasks(buckets, tasks or default_tasks(len(points), scheduler, workers))
     ranks = _task_ranks(qi_ranks(points), plan)
     work = [SplitTask(points[part], values[part], buckets[part], rank)

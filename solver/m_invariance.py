@@ -31,7 +31,7 @@ import pandas as pd
 
 from republish.certificate import Certificate, Status
 from republish.errors import ParameterError
-from republish.generalization import Domain, group_boxes, perimeters
+from republish.generalization import Domain, group_boxes, ncp, perimeters
 from republish.heuristics.assign import assign_new_rows
 from republish.heuristics.assign_reuse import assign_reusing
 from republish.heuristics.balancing import balance_buckets
@@ -43,7 +43,7 @@ from republish.principles.catalog.m_invariance import MInvarianceOptions
 from republish.problems.eligibility import EligibilitySolution, solution_from_targets
 from republish.release import build_release
 from republish.schema import Schema
-from republish.solver.bucket_tasks import canonical_groups, split_in_tasks
+from republish.solver.bucket_tasks import automatic_scheduler, canonical_groups, split_in_tasks
 from republish.solver.eligibility import make_eligible
 from republish.solver.frequent_counterfeits import prefer_frequent_solution
 from republish.solver.m_invariance_exact import decide_counts, defer_rows, exact_splitter
@@ -167,7 +167,8 @@ def publish_m_invariant(
     (:mod:`republish.solver.m_invariance_whole`) improves and certifies the release for
     the lexicographic objective of :mod:`republish.objectives` (``cost``: ``perimeter``
     or ``ncp`` as objective (b)). ``scheduler`` runs the heuristic split of the buckets as
-    tasks (``local``, ``processes`` or a Dask address ``tcp://HOST:PORT``;
+    tasks (``None``: automatic, processes from 1,000,000 rows; ``local``, ``processes`` or
+    a Dask address ``tcp://HOST:PORT``;
     :mod:`republish.solver.bucket_tasks`), with the same result. ``assign``: ``paper``
     (Algorithm Assign, §4.2) or ``reuse`` (existing signatures first,
     :mod:`republish.heuristics.assign_reuse`). ``first_release``: ``buckets`` (the
@@ -216,12 +217,8 @@ def build_m_invariant(context: StepContext) -> Built:
     division = divide_by_signature(old_signatures, state.signatures, sensitive[old])
     del old_signatures
     shuffled = new[rng.permutation(len(new))]
-    work = Workspace(
-        domain=domain,
-        signatures=list(division.signatures),
-        pool={domain[c]: shuffled[codes_sa[shuffled] == c]
-              for c in np.unique(codes_sa[shuffled]).tolist()},
-    )
+    work = Workspace(domain=domain, signatures=list(division.signatures),
+                     pool=_pool_by_value(shuffled, codes_sa, domain))
     place_old_rows(work, old, division.bucket_of_row, codes_sa)
 
     timer.phase("balancing")
@@ -265,11 +262,12 @@ def build_m_invariant(context: StepContext) -> Built:
         solve.mode == "exact" or (solve.mode == "auto" and len(table) <= AUTO_SLOT_ROWS))
     splitter = None if decided is None or by_neighbourhoods else exact_splitter(
         solve.mode, context.deadline.end, solve.workers, split_certificates)
-    if splitter is None and solve.scheduler is not None:
-        scheduler, tasks = solve.scheduler, solve.split_tasks
+    scheduler = solve.scheduler or automatic_scheduler(len(table))
+    if splitter is None and scheduler is not None:
+        where, tasks = scheduler, solve.split_tasks
 
         def splitter(points: np.ndarray, values: np.ndarray, buckets: np.ndarray) -> SplitResult:
-            return split_in_tasks(points, values, buckets, scheduler=scheduler, tasks=tasks)
+            return split_in_tasks(points, values, buckets, scheduler=where, tasks=tasks)
 
     item_rows, item_values, item_buckets, item_groups, levels = form_groups(
         work, normalized, splitter
@@ -365,13 +363,28 @@ def build_m_invariant(context: StepContext) -> Built:
         PRINCIPLE, cost, 1.0, objective_a, objective_b, status_a=status_a, bound_a=bound_a,
         status_b=status_b, bound_b=bound_b, heuristic=(pipeline_a, pipeline_b), detail=detail)
     boxes = group_boxes(codes[published_rows], groups)
+    domain_of_table = Domain.of(schema, codes)
     return Built(
         release=release, certificate=certificate, published_rows=published_rows,
         counterfeits=release.counterfeit_total(), deferred=len(deferred_rows),
-        mean_perimeter=float(perimeters(schema, boxes, Domain.of(schema, codes)).mean()),
+        mean_perimeter=float(perimeters(schema, boxes, domain_of_table).mean()),
+        ncp=ncp(schema, boxes, domain_of_table),
         row_signatures=row_signatures,
         grouping=split_certificates[0] if split_certificates else None,
         extra={"cost": objective_b},
     )
+
+def _pool_by_value(shuffled: np.ndarray, codes_sa: np.ndarray,
+                   domain: Sequence[str]) -> dict[str, np.ndarray]:
+    """The new rows of each sensitive value, in their shuffled order: one stable sort of
+    the codes (a pass per value cost 7 s at 10,000,000 rows)."""
+    if not len(shuffled):
+        return {}
+    codes = codes_sa[shuffled]
+    order = np.argsort(codes, kind="stable")
+    present, starts = np.unique(codes[order], return_index=True)
+    parts = np.split(shuffled[order], starts[1:])
+    return {domain[c]: part for c, part in zip(present.tolist(), parts, strict=True)}
+
 
 MIDDLE = build_m_invariant

@@ -64,9 +64,11 @@ class SolveOptions:
     #: Objective (b) of :mod:`republish.objectives` (m-invariance: ``perimeter`` or ``ncp``).
     cost: CostName = "perimeter"
     #: Where the heuristic §4.3 split of an m-invariant release's buckets runs: ``None``
-    #: (one call in this process), ``local`` (tasks in this process), ``processes`` (tasks
-    #: on local worker processes) or a Dask address ``tcp://HOST:PORT``; the release is
-    #: the same wherever it runs (:mod:`republish.solver.bucket_tasks`).
+    #: (automatic: tasks on local worker processes from 1,000,000 rows on two or more
+    #: cores, else one call in this process; ``bucket_tasks.automatic_scheduler``),
+    #: ``local`` (tasks in this process), ``processes`` (tasks on local worker processes)
+    #: or a Dask address ``tcp://HOST:PORT``; the release is the same wherever it runs
+    #: (:mod:`republish.solver.bucket_tasks`).
     scheduler: str | None = None
     #: Tasks the buckets are cut into when ``scheduler`` is set (0: automatic).
     split_tasks: int = 0

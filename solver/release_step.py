@@ -90,6 +90,9 @@ class Built:
     row_signatures: Sequence[frozenset[str]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     grouping: Certificate | None = None
+    #: NCP of the published real rows when the middle has their groups' boxes already
+    #: (None: computed from the release, another pass over T(n)'s QIs).
+    ncp: float | None = None
 
 
 Middle = Callable[[StepContext], Built]
@@ -247,7 +250,8 @@ def run_release_step(
     if not report.ok:
         raise VerificationError(
             f"release {number} failed verification and was not produced: {report.summary()}")
-    information_loss = _ncp(table, schema, built.published_rows, release)
+    information_loss = (built.ncp if built.ncp is not None
+                        else _ncp(table, schema, built.published_rows, release))
     timer.phase("state")
     next_state = dataclasses.replace(state, identifier_kind=identifier_kind).advance(
         release, built.row_signatures, published)

@@ -273,8 +273,10 @@ class Store:
         order of the published file are unpredictable; give one only for reproducible
         tests. A :class:`ReleaseWarning` is issued (and listed in ``Release.warnings``)
         when deferrals or counterfeits exceed ``warn_share`` of the rows. ``scheduler``
-        (``solver="heuristic"``): split the buckets as tasks (``"processes"`` or a Dask
-        address ``"tcp://HOST:PORT"``); the release is the same. ``assign``: ``"paper"``
+        (``solver="heuristic"``): where the buckets are split (``None``: automatic, local
+        processes from 1,000,000 rows on two or more cores; ``"local"``: in this process;
+        ``"processes"``; or a Dask address ``"tcp://HOST:PORT"``); the release is the same.
+        ``assign``: ``"paper"``
         (Algorithm Assign) or ``"reuse"`` (existing signatures first). ``first_release``
         (``solver`` auto or exact): ``"buckets"`` (the paper's) or ``"compact"``
         (locality-first groups for a release without old rows).

@@ -251,6 +251,11 @@ def _forward(send: Any, identifier: str, event: str, row: dict[str, Any]) -> Non
 
 
 def main() -> None:
+    from republish.solver.bucket_tasks import NO_AUTOMATIC_TASKS
+
+    # The batch runs several of these processes: a release here splits its buckets in this
+    # process rather than starting more processes on cores its siblings use.
+    os.environ[NO_AUTOMATIC_TASKS] = "1"
     # Keep the protocol on a private copy of stdout; fd 1 now points at stderr.
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

@@ -269,9 +269,10 @@ def release(
     scheduler: Annotated[
         str | None,
         typer.Option("--scheduler", help="m-invariance with --solver heuristic: split the "
-                     "buckets as tasks on local worker processes ('processes') or on a Dask "
-                     "cluster (tcp://HOST:PORT; needs the 'dask' extra). The release is the "
-                     "same as without it."),
+                     "buckets as tasks in this process ('local'), on local worker processes "
+                     "('processes') or on a Dask cluster (tcp://HOST:PORT; needs the 'dask' "
+                     "extra). Default: local processes from 1,000,000 rows on two or more "
+                     "cores, else in this process. The release is the same wherever it runs."),
     ] = None,
 ) -> None:
     """Compute, verify and record the next release of DATA (the store's principle).
