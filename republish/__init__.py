@@ -33,14 +33,15 @@ from typing import TYPE_CHECKING, Any
 from republish.errors import RepublishError
 
 if TYPE_CHECKING:  # loaded on first use: importing republish must not import pandas
-    from republish.schema import Hierarchy, QIAttribute, Schema, load_schema, make_schema
+    from republish.hierarchy import Hierarchy
+    from republish.schema import QIAttribute, Schema, load_schema, make_schema
     from republish.tables import load_table
 
 __version__ = "0.1.0"
 
 #: Public names loaded on first access: name -> (module, attribute).
 _LAZY = {
-    "Hierarchy": ("republish.schema", "Hierarchy"),
+    "Hierarchy": ("republish.hierarchy", "Hierarchy"),
     "QIAttribute": ("republish.schema", "QIAttribute"),
     "Schema": ("republish.schema", "Schema"),
     "load_schema": ("republish.schema", "load_schema"),

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from republish.errors import InputError, ParameterError, SchemaError, format_rows
-from republish.schema import Hierarchy
+from republish.hierarchy import Hierarchy
 
 __all__ = ["SACategories"]
 

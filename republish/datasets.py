@@ -22,8 +22,10 @@ import numpy as np
 import pandas as pd
 
 from republish.errors import InputError, ParameterError
-from republish.schema import Hierarchy, QIAttribute, Schema
-from republish.tables import read_frame, validate_table
+from republish.hierarchy import Hierarchy
+from republish.schema import QIAttribute, Schema
+from republish.table_reading import read_frame
+from republish.tables import validate_table
 
 ENVIRONMENT_VARIABLE = "REPUBLISH_DATASETS"
 ADULT_FILE = "adult.csv"

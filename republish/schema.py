@@ -10,7 +10,8 @@ generalization is fully described by the smallest and largest code of its rows:
 * ``ordered``: the position in the declared total order;
 * ``hierarchy``: the position of the leaf in a depth-first walk of the ARX hierarchy, so
   that every subtree covers a contiguous range of codes and the lowest common ancestor
-  of a group depends only on its smallest and largest leaf.
+  of a group depends only on its smallest and largest leaf (:mod:`republish.hierarchy`,
+  whose :class:`~republish.hierarchy.Hierarchy` is re-exported here).
 """
 
 from __future__ import annotations
@@ -20,14 +21,13 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-
 from republish.errors import SchemaError
-from republish.excerpts import excerpt, excerpts, read_toml
+from republish.excerpts import excerpt, read_toml
+from republish.hierarchy import MAX_HIERARCHY_BYTES, Hierarchy
 
 QIKind = Literal["numeric", "ordered", "hierarchy"]
 SUPPRESSED = "*"
@@ -36,157 +36,6 @@ SUPPRESSED = "*"
 #: the static commands (``ldiv``, ``check``, ``eligibility``), which never publish an
 #: identifier; a release series refuses it (a row number does not follow a person).
 ROW_NUMBER = "row-number"
-
-
-@dataclass(frozen=True)
-class Hierarchy:
-    """An ARX-style generalization hierarchy.
-
-    ``paths[i]`` is the chain of labels of leaf ``leaves[i]`` from the leaf (level 0) to
-    the root (last level, normally ``*``). Leaves are stored in depth-first order.
-    """
-
-    leaves: tuple[str, ...]
-    paths: tuple[tuple[str, ...], ...]
-    #: node_ids[level][code]: integer id of the level-``level`` ancestor of leaf ``code``.
-    node_ids: np.ndarray = field(repr=False, compare=False)
-    #: number of leaves under each node, indexed like node_ids.
-    node_sizes: np.ndarray = field(repr=False, compare=False)
-
-    @property
-    def height(self) -> int:
-        """Number of levels including the leaves and the root."""
-        return len(self.paths[0])
-
-    @classmethod
-    def from_rows(cls, rows: Sequence[Sequence[str]], source: str = "hierarchy") -> Hierarchy:
-        """Build a hierarchy from rows ``leaf; level1; ...; root``."""
-        cleaned = [
-            tuple(cell.strip() for cell in row) for row in rows if any(c.strip() for c in row)
-        ]
-        if not cleaned:
-            raise SchemaError(f"{source}: the hierarchy has no rows; give one row per leaf value.")
-        height = len(cleaned[0])
-        for line, row in enumerate(cleaned, start=1):
-            if len(row) != height:
-                raise SchemaError(
-                    f"{source}, row {line} ({excerpt(';'.join(row))}): has {len(row)} levels, "
-                    f"the first row has {height}; every leaf needs the same number of levels."
-                )
-            if any(cell == "" for cell in row):
-                raise SchemaError(f"{source}, row {line}: empty label; fill every level.")
-        roots = {row[-1] for row in cleaned}
-        if len(roots) != 1:
-            raise SchemaError(
-                f"{source}: the last column must be one common root (normally '*'), "
-                f"found {excerpts(sorted(roots))}."
-            )
-        seen: dict[str, int] = {}
-        for line, row in enumerate(cleaned, start=1):
-            if row[0] in seen:
-                raise SchemaError(
-                    f"{source}, row {line}: leaf {excerpt(row[0])} repeats row {seen[row[0]]}; "
-                    "each leaf value needs exactly one row."
-                )
-            seen[row[0]] = line
-        # A node is identified by its path to the root, so equal labels under different
-        # parents stay different nodes. Each node must have exactly one parent.
-        parent_of: dict[tuple[int, str], str] = {}
-        for line, row in enumerate(cleaned, start=1):
-            for level in range(height - 1):
-                key = (level, row[level])
-                parent = row[level + 1]
-                if level > 0 and parent_of.setdefault(key, parent) != parent:
-                    raise SchemaError(
-                        f"{source}, row {line}: label {excerpt(row[level])} at level {level} has "
-                        f"two parents ({excerpt(parent_of[key])} and {excerpt(parent)}); a "
-                        "hierarchy must be a tree."
-                    )
-        # Depth-first order: siblings in order of first appearance in the file.
-        first_seen: dict[tuple[str, ...], int] = {}
-        for index, row in enumerate(cleaned):
-            for level in range(height):
-                first_seen.setdefault(row[level:], index)
-
-        def sort_key(row: tuple[str, ...]) -> tuple[int, ...]:
-            return tuple(first_seen[row[level:]] for level in range(height - 1, -1, -1))
-
-        ordered = sorted(cleaned, key=sort_key)
-        node_ids = np.zeros((height, len(ordered)), dtype=np.int64)
-        node_sizes = np.zeros((height, len(ordered)), dtype=np.int64)
-        for level in range(height):
-            suffixes = [row[level:] for row in ordered]
-            ids: dict[tuple[str, ...], int] = {}
-            for code, suffix in enumerate(suffixes):
-                node_ids[level, code] = ids.setdefault(suffix, len(ids))
-            counts = np.bincount(node_ids[level])
-            node_sizes[level] = counts[node_ids[level]]
-        return cls(
-            leaves=tuple(row[0] for row in ordered),
-            paths=tuple(ordered),
-            node_ids=node_ids,
-            node_sizes=node_sizes,
-        )
-
-    @classmethod
-    def from_file(cls, path: str | Path, delimiter: str = ";") -> Hierarchy:
-        """Read an ARX hierarchy file: ``;``-separated, no header, leaf first, root last."""
-        path = Path(path)
-        if not path.is_file():
-            raise SchemaError(
-                f"hierarchy file {str(path)!r} not found (or not a regular file); check the "
-                "path in the schema."
-            )
-        if path.stat().st_size > MAX_HIERARCHY_BYTES:
-            raise SchemaError(
-                f"hierarchy file {str(path)!r} is larger than {MAX_HIERARCHY_BYTES >> 20} MB; "
-                "is it the right file?"
-            )
-        try:
-            text = path.read_bytes().decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise SchemaError(
-                f"hierarchy file {str(path)!r} is not UTF-8 text (byte at position "
-                f"{exc.start}); an ARX hierarchy is ';'-separated text, one leaf per line."
-            ) from exc
-        rows = [line.split(delimiter) for line in text.splitlines() if line.strip()]
-        return cls.from_rows(rows, source=str(path))
-
-    def code_of(self) -> dict[str, int]:
-        """Mapping leaf label -> code."""
-        return {leaf: code for code, leaf in enumerate(self.leaves)}
-
-    def lca_level(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Level of the lowest common ancestor of the leaves with codes in ``[lo, hi]``."""
-        lo = np.asarray(lo, dtype=np.int64)
-        hi = np.asarray(hi, dtype=np.int64)
-        same = self.node_ids[:, lo] == self.node_ids[:, hi]  # (levels, groups)
-        return np.argmax(same, axis=0)
-
-    def label(self, lo: int, hi: int) -> str:
-        """Label of the lowest common ancestor of the leaves with codes in ``[lo, hi]``."""
-        level = int(self.lca_level(np.array([lo]), np.array([hi]))[0])
-        return self.paths[lo][level]
-
-    def covered_leaves(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Number of leaves under the lowest common ancestor of codes ``[lo, hi]``."""
-        level = self.lca_level(lo, hi)
-        return self.node_sizes[level, np.asarray(lo, dtype=np.int64)]
-
-    def label_ranges(self) -> dict[str, tuple[int, int]]:
-        """Mapping label -> (first code, last code) of the node it names.
-
-        A label used at several levels names its lowest node.
-        """
-        ranges: dict[str, tuple[int, int]] = {}
-        for level in range(self.height):
-            level_ranges: dict[str, tuple[int, int]] = {}
-            for code, path in enumerate(self.paths):
-                lo, hi = level_ranges.get(path[level], (code, code))
-                level_ranges[path[level]] = (min(lo, code), max(hi, code))
-            for name, span in level_ranges.items():
-                ranges.setdefault(name, span)
-        return ranges
 
 
 @dataclass(frozen=True)
@@ -240,7 +89,7 @@ class Schema:
     ``identifier`` :data:`ROW_NUMBER` means "number the rows" (:attr:`row_ids`).
     ``delimiter`` is the CSV delimiter of every input file read with this schema (data,
     adversary knowledge); ``None`` detects it per file among ``,`` ``;`` tab ``|`` (see
-    :func:`republish.tables.sniff_delimiter`). It is how files are read, not what they
+    :func:`republish.table_reading.sniff_delimiter`). It is how files are read, not what they
     hold, so it is not part of :meth:`fingerprint`.
     """
 
@@ -326,8 +175,6 @@ def load_schema(path: str | Path) -> Schema:
 #: hierarchy of a stored schema, :meth:`Schema.to_dict`).
 SCHEMA_KEYS = ("id", "sensitive", "qi", "delimiter")
 QI_KEYS = ("name", "kind", "order", "hierarchy", "hierarchy_rows", "domain")
-#: A hierarchy file larger than this is refused (a wrong path, not a hierarchy).
-MAX_HIERARCHY_BYTES = 64 << 20
 #: Delimiters a CSV table cannot use: the quote character, line breaks, NUL, blanks.
 _BAD_DELIMITERS = {'"', "\n", "\r", "\x00", " "}
 

@@ -48,7 +48,7 @@ from republish.release import Release
 from republish.schema import Schema
 from republish.state import PublisherState
 from republish.state_columns import STATE_COLUMNS_TABLE, read_state_rows
-from republish.store_writing import (
+from republish.store_layout import (
     BLOBS,
     FILES_TABLE,
     HEADER,
@@ -56,10 +56,9 @@ from republish.store_writing import (
     STORE_FORMAT,
     STORE_FORMATS,
     PublishedFile,
-    StepOutcome,
-    StoreWriting,
     checksum,
 )
+from republish.store_writing import StepOutcome, StoreWriting
 
 __all__ = ["HISTORY_FIELDS", "PublishedFile", "ReleaseStore", "StepOutcome"]
 

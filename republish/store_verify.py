@@ -21,7 +21,7 @@ import pandas as pd
 from republish.release import Release
 from republish.state import LAST_RELEASE, SIGNATURE, PublisherState
 from republish.store import ReleaseStore
-from republish.store_writing import checksum
+from republish.store_layout import checksum
 
 __all__ = ["iter_releases", "state_differences", "verify_history"]
 

@@ -10,16 +10,17 @@ Two ways in:
 * :meth:`StoreWriting.append_release` takes a release made elsewhere (by hand, replayed):
   the store checks it against its state with the principle's verifier and is the one that
   advances the state.
+
+The layout of what is written (row columns, checksum, format versions, the ``files``
+table) is :mod:`republish.store_layout`, whose names are re-exported here.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,69 +33,28 @@ from republish.errors import StoreError
 from republish.identifiers import IdentifierKind
 from republish.principles.catalog import Principle, PrincipleOptions
 from republish.principles.report import VerificationReport
-from republish.release import GROUP, Release, parquet_bytes
+from republish.release import GROUP, Release
+from republish.release_files import parquet_bytes
 from republish.schema import Schema
 from republish.state import PublisherState, changed_rows, group_signatures
 from republish.state_columns import state_blobs, write_state_columns
-
-__all__ = ["FILES_TABLE", "HISTORY_FIELDS", "PublishedFile", "StepOutcome", "StoreWriting"]
-
-#: Keys of every ``history --json`` object (design Contracts).
-HISTORY_FIELDS = (
-    "release", "rows", "new", "deleted", "reinserted", "counterfeits", "deferred", "groups",
-    "mean_perimeter", "wall_time_s", "status", "objective", "bound", "gap",
+from republish.store_layout import (
+    BLOBS,
+    FILES_TABLE,
+    HEADER,
+    HISTORY_FIELDS,
+    STORE_FORMAT,
+    STORE_FORMATS,
+    PublishedFile,
+    checksum,
 )
-#: Header columns of ``releases`` covered by the checksum, then the blob columns.
-HEADER = ("model", "parameters", "certificate", "stats", "metadata", "deferred")
-BLOBS = ("published", "counterfeits", "assignment", "signatures")
 
-
-#: The store format written (format 1, the whole state in one blob, is still read).
-STORE_FORMAT = "republish-store/2"
-STORE_FORMATS = ("republish-store/1", STORE_FORMAT)
-
-#: The published files of every release (added to older stores at their next write).
-FILES_TABLE = """
-CREATE TABLE IF NOT EXISTS files (
-    release INTEGER NOT NULL, name TEXT NOT NULL, format TEXT NOT NULL,
-    sha256 TEXT NOT NULL, size INTEGER NOT NULL, directory TEXT NOT NULL,
-    staging TEXT, published INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (release, name));
-"""
-
-
-@dataclass(frozen=True)
-class PublishedFile:
-    """One published file of a release as the store records it.
-
-    ``sha256`` and ``size`` are those of the exact bytes written; ``directory`` is where
-    ``release`` published it; ``staging`` the private folder (beside the store) the file
-    was written to before the release was recorded; ``published`` whether the file is
-    known to be in place in ``directory``.
-    """
-
-    release: int
-    name: str
-    format: str
-    sha256: str
-    size: int
-    directory: str
-    staging: str | None = None
-    published: bool = False
+__all__ = ["BLOBS", "FILES_TABLE", "HEADER", "HISTORY_FIELDS", "STORE_FORMAT", "STORE_FORMATS",
+           "PublishedFile", "StepOutcome", "StoreWriting", "checksum"]
 
 
 def to_parquet(frame: pd.DataFrame) -> bytes:
     return parquet_bytes(frame)
-
-
-def checksum(header: Mapping[str, Any], blobs: Mapping[str, bytes]) -> str:
-    hasher = hashlib.sha256()
-    for name in HEADER:
-        hasher.update(f"{name}\x00{header[name]}\x00".encode())
-    for name in BLOBS:
-        hasher.update(f"{name}\x00{len(blobs[name])}\x00".encode())
-        hasher.update(blobs[name])
-    return hasher.hexdigest()
 
 
 def _signature_texts(signatures: list[frozenset[str]]) -> list[str]:

@@ -32,7 +32,8 @@ import pandas as pd
 
 from republish.datasets import datasets_dir
 from republish.errors import InputError, ParameterError
-from republish.schema import Hierarchy, Schema
+from republish.hierarchy import Hierarchy
+from republish.schema import Schema
 from republish.transitions import TransitionModel
 
 __all__ = [

@@ -23,7 +23,7 @@ from republish.parameters import Eligibility as EligibilityMethod
 from republish.schema import Schema
 from republish.solver.m_invariance import publish_m_invariant
 from republish.solver.offline_series import OfflineOptimum, offline_optimum
-from republish.solver.steps import Mode
+from republish.solver.step_modes import Mode
 from republish.state import PublisherState
 from republish.tables import validate_table
 

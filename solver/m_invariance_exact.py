@@ -4,7 +4,7 @@ With ``mode`` ``auto`` or ``exact``, :func:`publish_m_invariant` takes its count
 (balancing, whole extra rows, eligibility of the leftover) from :func:`decide_counts`
 -- the bucket-assignment model hinted with the greedy phases, via
 :func:`republish.solver.steps.bucket_step` -- and groups every bucket with
-:func:`exact_splitter` (:func:`republish.solver.steps.split_step`: the §4.3 split, then
+:func:`exact_splitter` (:func:`republish.solver.group_steps.split_step`: the §4.3 split, then
 the exact group formation). With ``mode="heuristic"`` (the default) neither is used.
 
 One time budget covers the whole step: the pipeline fixes a deadline when the step starts,
@@ -31,7 +31,9 @@ from republish.problems.eligibility import EligibilitySolution, solution_from_ta
 from republish.schema import Schema
 from republish.solver.certificate import Certificate
 from republish.solver.eligibility import apply_eligibility
-from republish.solver.steps import Eligibility, Mode, bucket_step, split_step
+from republish.solver.group_steps import split_step
+from republish.solver.step_modes import Eligibility, Mode
+from republish.solver.steps import bucket_step
 
 __all__ = ["COUNTS_SHARE", "DecidedCounts", "decide_counts", "defer_rows", "exact_splitter"]
 

@@ -15,14 +15,14 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from republish.audit.joint import joint_audit
 from republish.audit.joint_model import joint_instance
 from republish.audit.joint_propagation import max_matching
 from republish.audit.joint_risk import enumerate_worlds, joint_risk
-from republish.errors import ParameterError, VerificationError
+from republish.errors import InputError, ParameterError, VerificationError
 from republish.principles.m_distinct import check_m_distinct_sequence
 from republish.release import Release
 from republish.schema import make_schema
@@ -226,6 +226,7 @@ def test_m_invariant_sequences_never_leave_fewer_than_m_values(seed: int, m: int
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000))
+@example(seed=9355)
 def test_guarded_eps_inclusion_with_extras_exposes_nobody(seed: int) -> None:
     rng = np.random.default_rng(seed)
     state, releases = None, []
@@ -236,6 +237,9 @@ def test_guarded_eps_inclusion_with_extras_exposes_nobody(seed: int) -> None:
                                            time_limit=2)
         except VerificationError as exc:  # a refusal names the people
             assert "refused by the joint guard" in str(exc)
+            return
+        except InputError as exc:  # e.g. seed 9355: T(3) has no two values to group
+            assert "nothing to publish" in str(exc)
             return
         state, releases = result.state, [*releases, result.release]
         assert result.extra["joint_check"] == "complete"

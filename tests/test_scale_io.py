@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from republish import tables
+from republish import table_reading, tables
 from republish.cli.progress import PlainProgress
 from republish.identifiers import canonical_identifiers, infer_identifier_kind
 
@@ -28,10 +28,10 @@ def test_chunked_parquet_equals_whole_read(tmp_path: Path, monkeypatch: pytest.M
                                            ) -> None:
     path = tmp_path / "t.parquet"
     _frame(2_500).to_parquet(path, index=False, row_group_size=700)
-    whole = tables.read_frame(path)
-    monkeypatch.setattr(tables, "CHUNK_ROWS", 300)
-    monkeypatch.setattr(tables, "_too_large", lambda _: True)
-    chunked = tables.read_frame(path)
+    whole = table_reading.read_frame(path)
+    monkeypatch.setattr(table_reading, "CHUNK_ROWS", 300)
+    monkeypatch.setattr(table_reading, "_too_large", lambda _: True)
+    chunked = table_reading.read_frame(path)
     pd.testing.assert_frame_equal(chunked, whole)
 
 
@@ -39,9 +39,9 @@ def test_too_large_compares_with_available_memory(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t.parquet"
     _frame(1_000).to_parquet(path, index=False)
-    assert not tables._too_large(path)
-    monkeypatch.setattr(tables, "_available_bytes", lambda: 10)
-    assert tables._too_large(path)
+    assert not table_reading._too_large(path)
+    monkeypatch.setattr(table_reading, "_available_bytes", lambda: 10)
+    assert table_reading._too_large(path)
 
 
 def _plain_missing(series: pd.Series) -> np.ndarray:

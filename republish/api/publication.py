@@ -3,7 +3,7 @@
 ``republish release`` and :meth:`republish.Store.release` publish in this order
 (docs/security.md, "Crash safety"):
 
-1. the files are rendered to exact bytes (:func:`republish.release.render_release`);
+1. the files are rendered to exact bytes (:func:`republish.release_files.render_release`);
 2. they are written and fsynced to a private staging folder beside the store
    (``.<store name>.staging/release-<n>-<random>/``), never inside the output folder, so
    that a crash before the commit leaves no complete release where a sync of the output
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from republish.errors import InputError, StoreError
-from republish.release import (
+from republish.release_files import (
     fsync_directory,
     render_release,
     sha256,

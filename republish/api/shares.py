@@ -32,7 +32,7 @@ from typing import Literal
 import pandas as pd
 
 from republish.errors import ParameterError
-from republish.release import write_file_durably
+from republish.release_files import write_file_durably
 from republish.schema import Schema
 from republish.state import PublisherState
 from republish.store import ReleaseStore

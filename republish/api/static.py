@@ -17,7 +17,7 @@ from republish.errors import InputError, ParameterError, RepublishError
 from republish.principles.k_anonymity import check_k_anonymity
 from republish.principles.l_diversity import check_l_diversity
 from republish.principles.report import VerificationReport
-from republish.release import read_published
+from republish.release_files import read_published
 from republish.schema import Schema, load_schema
 from republish.solver.ldiversity import LDiversitySolution, publish_l_diverse, solve_l_diversity
 from republish.tables import load_table

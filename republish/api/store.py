@@ -41,13 +41,15 @@ from republish.api.verification import VerifyReport, verify_store
 from republish.certificate import Certificate
 from republish.errors import InputError, ParameterError
 from republish.identifiers import validate_identifier_kind
-from republish.release import COUNT, GROUP, release_file_names, render_release
+from republish.release import COUNT, GROUP
+from republish.release_files import release_file_names, render_release
 from republish.schema import Schema, load_schema
 from republish.solver.joint_guard import guarded_publish, joint_guard_applies
 from republish.solver.options import SolveOptions
 from republish.solver.release_step import StepResult
 from republish.store import ReleaseStore
-from republish.tables import read_frame, validate_table
+from republish.table_reading import read_frame
+from republish.tables import validate_table
 
 __all__ = ["Release", "ReleaseWarning", "Store", "check_targets", "publish_next"]
 

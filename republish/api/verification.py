@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from republish.errors import InputError
-from republish.release import render_release, sha256
+from republish.release_files import render_release, sha256
 from republish.store import ReleaseStore
 
 __all__ = ["VerifyReport", "file_problems", "verify_store"]

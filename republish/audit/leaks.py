@@ -34,7 +34,8 @@ import pandas as pd
 
 from republish.errors import InputError, RepublishError, format_rows
 from republish.generalization import parse_cell, render_cell
-from republish.release import COUNT, GROUP, read_published
+from republish.release import COUNT, GROUP
+from republish.release_files import read_published
 from republish.schema import Schema
 
 Severity = Literal["leak", "warning"]

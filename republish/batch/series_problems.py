@@ -13,7 +13,7 @@ optimal release by release, not as a whole (a different earlier release changes 
 later inputs), so the report does not rank methods against its total.
 
 ``group-formation`` splits one balanced bucket drawn from a table with
-:func:`~republish.solver.steps.group_step` (§4.3 perimeter split, then the exact model);
+:func:`~republish.solver.group_steps.group_step` (§4.3 perimeter split, then the exact model);
 ``compare`` runs :func:`~republish.solver.compare.compare_pipelines` on one series.
 """
 
@@ -141,7 +141,7 @@ RELEASE_SERIES = Problem(
         "reinsert_fraction": Param("float", "share of insertions that are re-insertions",
                                    default=0.0, minimum=0.0, maximum=1.0),
         "method": Param("str", "the paper's greedy phases, or the exact models hinted with "
-                        "them (auto: exact below the size thresholds of solver/steps.py)",
+                        "them (auto: exact below the size thresholds of solver/step_modes.py)",
                         default="heuristic", choices=SERIES_METHODS),
         "eligibility": Param("str", "how new rows are made m-eligible",
                              default="counterfeit", choices=ELIGIBILITY_RULES),
@@ -212,7 +212,7 @@ def _check_grouping(values: Mapping[str, Any]) -> tuple[str, str] | None:
 def run_group_formation(instance: BatchInstance, report: Reporter) -> Outcome:
     """Split one balanced bucket into groups of one row per value (§4.3, exact model)."""
     from republish.models.grouping.formation import grouping_objective, grouping_problems
-    from republish.solver.steps import group_step
+    from republish.solver.group_steps import group_step
 
     params = instance.parameters
     points, values, fake = _bucket(instance)
@@ -250,13 +250,13 @@ GROUP_FORMATION = Problem(
         "counterfeits": Param("int", "rows of the bucket that are counterfeits", default=0,
                               minimum=0),
         "method": Param("str", "the §4.3 greedy split, or the exact model hinted with it "
-                        "(auto: exact below the size thresholds of solver/steps.py)",
+                        "(auto: exact below the size thresholds of solver/step_modes.py)",
                         default="exact", choices=SERIES_METHODS),
         "objective": Param("str", "what the grouping minimizes", default="perimeter",
                            choices=("perimeter", "ncp")),
     },
     run=run_group_formation,
-    requires=(("republish.solver.steps", "group_step"),
+    requires=(("republish.solver.group_steps", "group_step"),
               ("republish.models.grouping.formation", "grouping_problems")),
     check=_check_grouping,
 )

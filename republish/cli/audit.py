@@ -53,7 +53,7 @@ def _counterfeit_options(options: list[str], releases: int) -> dict[int, Path]:
 
 
 def _read(path: Path) -> pd.DataFrame:
-    from republish.release import read_published
+    from republish.release_files import read_published
 
     try:
         return read_published(path)
@@ -324,7 +324,7 @@ def _audit(store: Path | None, release: list[Path] | None, knowledge: Path | Non
 
 
 def _recover(store: Path) -> None:
-    from republish.cli.store_commands import _recover_or_warn
+    from republish.cli.recovery import _recover_or_warn
     from republish.store import ReleaseStore
 
     with ReleaseStore.open(store) as opened:

@@ -69,7 +69,8 @@ def _run(table: Path, schema_path: Path, principle: Principle | None, k: int | N
          l: int | None, threshold: float) -> Outcome:  # noqa: E741
     from republish.principles.k_anonymity import check_k_anonymity
     from republish.principles.l_diversity import check_l_diversity
-    from republish.release import GROUP, read_published
+    from republish.release import GROUP
+    from republish.release_files import read_published
     from republish.report.risk import table_risk
     from republish.schema import load_schema
 

@@ -2,7 +2,7 @@
 
 ``export --store S.db -o DIR [--release N] [--format csv|parquet] [--overwrite]`` renders
 ``release-<n>`` and ``counterfeits-<n>`` (``substitutions-<n>`` for ε-inclusion) from the
-store, exactly as ``release`` wrote them (:func:`republish.release.render_release`), and
+store, exactly as ``release`` wrote them (:func:`republish.release_files.render_release`), and
 checks each against the SHA-256 the store recorded at publication. A file already in DIR
 with the same bytes is left alone; a different one is refused without ``--overwrite``.
 
@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from republish.cli.app import app, console, error_console, print_json
-from republish.cli.store_commands import _recover_or_warn
+from republish.cli.recovery import _recover_or_warn
 from republish.errors import InputError
 
 
@@ -50,7 +50,7 @@ def export(
 ) -> None:
     """Re-create the published files of stored releases exactly as they were published."""
     from republish.api.publication import prepare_output
-    from republish.release import render_release, sha256
+    from republish.release_files import render_release, sha256
     from republish.store import ReleaseStore
 
     done: list[dict[str, Any]] = []
@@ -99,7 +99,7 @@ def export(
 
 
 def _write(target: Path, data: bytes, overwrite: bool) -> str:
-    from republish.release import write_file_durably
+    from republish.release_files import write_file_durably
 
     if os.path.lexists(target):
         if target.is_file() and not target.is_symlink() and target.read_bytes() == data:

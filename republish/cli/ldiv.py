@@ -79,7 +79,7 @@ def _write(frame_path: Path, frame: pd.DataFrame, overwrite: bool) -> None:
     formula injection (docs/formats.md). An existing OUTPUT (or a symbolic link there) is
     refused without ``--overwrite``; with it, the file itself is replaced (a link is
     replaced by the file, its target is never written)."""
-    from republish.release import frame_bytes, write_file_durably
+    from republish.release_files import frame_bytes, write_file_durably
 
     _refuse_existing(frame_path, overwrite)
     if frame_path.is_dir() and not frame_path.is_symlink():

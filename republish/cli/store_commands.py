@@ -21,72 +21,30 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from republish.api import defaults
 from republish.cli.app import app, check_finite, console, error_console, print_json
+from republish.cli.choices import (
+    DEFAULT_COST,
+    DEFAULT_ELIGIBILITY,
+    DEFAULT_SOLVER,
+    MAX_SEED,
+    MAX_TIME_LIMIT,
+    PRINCIPLES,
+    Cost,
+    Eligibility,
+    Format,
+    IdKind,
+    Principle,
+    SolverMode,
+    TableFormat,
+)
 from republish.cli.printing import certificate_text, print_csv, rich_table
-
-if TYPE_CHECKING:
-    from republish.store import ReleaseStore
-
-
-class Eligibility(StrEnum):
-    counterfeit = "counterfeit"
-    delete = "delete"
-    hybrid = "hybrid"
-
-
-#: The principles of the registry (:func:`republish.principles.catalog.principle_names`,
-#: written out so that ``--help`` does not import the catalog; a test compares them).
-PRINCIPLES = ("m-invariance", "eps-inclusion", "m-distinct")
-#: The principles of the registry, as command-line choices.
-Principle = StrEnum(  # type: ignore[misc]
-    "Principle", {name.replace("-", "_"): name for name in PRINCIPLES})
-
-
-class Cost(StrEnum):
-    perimeter = "perimeter"
-    ncp = "ncp"
-
-
-class IdKind(StrEnum):
-    integer = "integer"
-    text = "text"
-
-
-class SolverMode(StrEnum):
-    heuristic = "heuristic"
-    auto = "auto"
-    exact = "exact"
-
-
-class Format(StrEnum):
-    csv = "csv"
-    parquet = "parquet"
-
-
-class TableFormat(StrEnum):
-    """How a command prints its table on stdout: ``table`` (for people), ``csv``, ``json``."""
-
-    table = "table"
-    csv = "csv"
-    json = "json"
-
-
-#: The API's defaults (:mod:`republish.api.defaults`) as command-line choices.
-DEFAULT_ELIGIBILITY = Eligibility(defaults.ELIGIBILITY)
-DEFAULT_SOLVER = SolverMode(defaults.SOLVER)
-DEFAULT_COST = Cost(defaults.COST)
-
-#: Longest --time-limit accepted (seconds): a longer one is a typo, not a setting.
-MAX_TIME_LIMIT = 7 * 24 * 3600.0
-#: Largest --seed (the solvers take 32-bit seeds).
-MAX_SEED = 2**31 - 1
+from republish.cli.recovery import _recover_or_warn, _say
 
 #: Steps of ``release`` loaded on first use (``--help`` stays fast); tests replace them
 #: on this module (``monkeypatch.setattr(store_commands, "publish", ...)``).
@@ -107,11 +65,6 @@ def __getattr__(name: str) -> Any:
 def _step(name: str) -> Any:
     """A step of ``release``, as replaced on this module if it was."""
     return globals()[name] if name in globals() else __getattr__(name)
-
-
-def _say(message: str) -> None:
-    """A note on stderr (recovery of an interrupted run)."""
-    error_console.print(f"note: {message}", markup=False, soft_wrap=True)
 
 
 def _warn(message: str) -> None:
@@ -292,7 +245,8 @@ def release(
     from republish.schema import load_schema
     from republish.solver.options import SolveOptions
     from republish.store import ReleaseStore
-    from republish.tables import read_frame, validate_table
+    from republish.table_reading import read_frame
+    from republish.tables import validate_table
 
     check_finite(time_limit, "--time-limit", maximum=MAX_TIME_LIMIT)
     with ReleaseStore.open(store) as opened:
@@ -384,18 +338,6 @@ def file_problems(*args: Any, **kwargs: Any) -> list[str]:
     return problems(*args, **kwargs)
 
 
-def _recover_or_warn(opened: ReleaseStore) -> None:
-    """Recovery for commands that only read the store: a failure is a warning."""
-    from republish.api.publication import recover
-    from republish.errors import RepublishError
-
-    try:
-        recover(opened, _say)
-    except (RepublishError, OSError) as exc:
-        _say(f"an interrupted release could not be finished now ({exc}); 'republish "
-             "release' will refuse to continue until it is.")
-
-
 #: The columns of the history table, after ``n``: rows, movements, padding, utility.
 HISTORY_COLUMNS = ("release", "rows", "new", "deleted", "reinserted", "counterfeits",
                    "deferred", "groups", "mean_perimeter", "ncp", "wall_time_s", "status")
@@ -439,5 +381,9 @@ def history(
                          columns))
 
 
-__all__ = ["certificate_text", "file_problems", "history", "init", "print_csv", "release",
-           "verify"]
+__all__ = [
+    "DEFAULT_COST", "DEFAULT_ELIGIBILITY", "DEFAULT_SOLVER", "MAX_SEED", "MAX_TIME_LIMIT",
+    "PRINCIPLES", "Cost", "Eligibility", "Format", "IdKind", "Principle", "SolverMode",
+    "TableFormat", "certificate_text", "file_problems", "history", "init", "print_csv",
+    "release", "verify",
+]

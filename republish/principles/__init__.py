@@ -20,11 +20,10 @@ from republish.principles.hygiene import check_hygiene
 from republish.principles.k_anonymity import check_k_anonymity
 from republish.principles.l_diversity import check_l_diversity
 from republish.principles.m_invariance import (
-    check_m_eligibility,
     check_m_invariance_pair,
     check_m_invariance_sequence,
-    check_m_uniqueness,
 )
+from republish.principles.m_uniqueness import check_m_eligibility, check_m_uniqueness
 from republish.principles.release_checks import verify_release
 from republish.principles.report import VerificationReport, Violation
 

@@ -33,7 +33,8 @@ from republish.errors import format_rows
 from republish.principles.counterfeits import check_counterfeits
 from republish.principles.hygiene import DEFAULT_ALPHA, check_hygiene
 from republish.principles.k_anonymity import group_label, require_positive_int
-from republish.principles.m_invariance import check_m_uniqueness, format_signature
+from republish.principles.m_invariance import format_signature
+from republish.principles.m_uniqueness import check_m_uniqueness
 from republish.principles.report import VerificationReport, Violation
 from republish.release import GROUP, Release
 from republish.state import LAST_RELEASE, SIGNATURE, PublisherState

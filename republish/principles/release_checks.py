@@ -17,11 +17,8 @@ from __future__ import annotations
 from republish.principles.counterfeits import counterfeit_violations
 from republish.principles.hygiene import DEFAULT_ALPHA, hygiene_violations
 from republish.principles.k_anonymity import require_positive_int
-from republish.principles.m_invariance import (
-    pair_violations,
-    require_same_columns,
-    uniqueness_violations,
-)
+from republish.principles.m_invariance import pair_violations, require_same_columns
+from republish.principles.m_uniqueness import uniqueness_violations
 from republish.principles.report import VerificationReport, Violation
 from republish.principles.vectorized import ReleaseArrays
 from republish.release import Release
