@@ -6,7 +6,10 @@
 * :class:`PhaseHook` -- a benchmark-only wrapper around the product's balancing and
   eligibility phases (``solver/m_invariance.py`` is not edited): it records balancing's
   deficit slots per value and, for the ``reserve`` policy, holds surplus new rows back as
-  deferrals (:mod:`republish.heuristics.reserve_deferral`, a deviation from the paper).
+  deferrals (:mod:`republish.heuristics.reserve_deferral`, a deviation from the paper);
+  with the model pipelines it also records the counts model's certificate
+  (``counts_status`` ...) and :func:`deficit_bound` (``forced``);
+* :func:`deficit_bound` -- the counterfeits the inherited state forces on any release.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pandas as pd
 
 import republish.solver.m_invariance as mi
 from republish.datasets import dynamic_series, synthetic_census
+from republish.heuristics.balancing import forced_counterfeits
 from republish.heuristics.reserve_deferral import DemandTracker, rare_values, reserve_rows
 from republish.schema import Schema
 from republish.solver.m_invariance import publish_m_invariant
@@ -107,13 +111,59 @@ class PhaseHook:
 
     @contextmanager
     def installed(self) -> Iterator[PhaseHook]:
-        balance, eligible = mi.balance_buckets, mi._make_eligible
+        balance, eligible, decide = mi.balance_buckets, mi._make_eligible, mi.decide_counts
         mi.balance_buckets = self.balance(balance)  # type: ignore[assignment]
         mi._make_eligible = self.eligible(eligible)  # type: ignore[assignment]
+        mi.decide_counts = self.counts(decide)  # type: ignore[assignment]
         try:
             yield self
         finally:
             mi.balance_buckets, mi._make_eligible = balance, eligible  # type: ignore[assignment]
+            mi.decide_counts = decide  # type: ignore[assignment]
+
+    def counts(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Records the bucket-assignment (counts) model's certificate of the release (the
+        model pipelines, ``mode`` ``auto``/``exact``, only): its status (``OPTIMAL`` when
+        this release's counterfeits + deferrals are proven minimal for the state it
+        inherits), objective, bound, the greedy phases' objective and the model's time.
+        The whole-release model that runs after it may overwrite the release
+        certificate's stage (a), so this is the one place the counts' proof is kept.
+        Also records :func:`deficit_bound` of the state the release inherits."""
+        def wrapped(signatures: Any, counts: Any, available: Any, *args: Any,
+                    **kwargs: Any) -> Any:
+            self.release.update(deficit_bound(signatures, counts, available))
+            decided = original(signatures, counts, available, *args, **kwargs)
+            certificate = decided.certificate
+            self.release["counts_status"] = certificate.status
+            self.release["counts_objective"] = float(certificate.objective)
+            self.release["counts_bound"] = (
+                float("nan") if certificate.bound is None else float(certificate.bound))
+            self.release["counts_greedy"] = (
+                float("nan") if certificate.heuristic_objective is None
+                else float(certificate.heuristic_objective))
+            self.release["counts_model_s"] = float(certificate.times.get("model", 0.0))
+            assignment = decided.assignment
+            self.release["counts_counterfeits"] = int(
+                sum(sum(part.values()) for part in assignment.counterfeits)
+                + sum(assignment.eligibility_counterfeits.values()))
+            self.release["counts_deferrals"] = int(sum(assignment.deferrals.values()))
+            return decided
+        return wrapped
+
+
+def deficit_bound(signatures: Any, counts: Any, available: Any) -> dict[str, int]:
+    """The deficit slots the state leaves (``demand``: for each old bucket, k_b minus its
+    rows of each signature value, k_b its largest count) and the counterfeits they force:
+    ``forced`` = sum over values v of max(0, deficit slots of v - new rows of v). Every
+    bucket needs k_b >= its largest count rows of each value, and only new rows of v or
+    counterfeits fill a slot of v, so no release (whatever its policy) publishes fewer
+    counterfeits than ``forced`` from this state."""
+    full = [{v: int(bucket.get(v, 0)) for v in signature}
+            for signature, bucket in zip(signatures, counts, strict=True) if signature]
+    demand = sum(max(bucket.values()) * len(bucket) - sum(bucket.values()) for bucket in full)
+    # the product's certificate uses the same floor (a lower bound on objective (a))
+    return {"demand": demand, "forced": forced_counterfeits(full, available),
+            "supply": int(sum(int(c) for c in available.values()))}
 
 
 _PHASES = re.compile(
@@ -188,16 +238,35 @@ def run_series(
             "groups": result.groups, "signatures": len(state.signatures),
             "mean_perimeter": result.mean_perimeter, "wall_s": wall, "cpu_s": cpu,
             "verify_s": times.get("verify", 0.0), "status": result.certificate.status,
+            "status_a": _stage_status(result.certificate, 0),
+            "counts_status": hook.release.get("counts_status", ""),
+            "counts_objective": hook.release.get("counts_objective", float("nan")),
+            "counts_bound": hook.release.get("counts_bound", float("nan")),
+            "counts_greedy": hook.release.get("counts_greedy", float("nan")),
+            "counts_counterfeits": hook.release.get("counts_counterfeits", -1),
+            "counts_deferrals": hook.release.get("counts_deferrals", -1),
+            "counts_model_s": hook.release.get("counts_model_s", float("nan")),
+            "forced": hook.release.get("forced", -1),
             "load_average": os.getloadavg()[0],
         })
         if keep is not None:
             keep(number, microdata, result)
         series[number - 1] = microdata.iloc[:0]
+        counts_note = (f", counts model {hook.release['counts_status']} "
+                       f"({hook.release['counts_objective']:g}, bound "
+                       f"{hook.release['counts_bound']:g})"
+                       if "counts_status" in hook.release else "")
         print(f"{label} {policy} m={m} r={r} release {number}/{len(series)}: "
               f"{result.counterfeits} counterfeits ({balancing_cf} balancing), "
               f"{result.deferred} deferred, {len(state.signatures)} signatures, "
-              f"{wall:.2f} s", flush=True)
+              f"{wall:.2f} s{counts_note}", flush=True)
     return records
+
+
+def _stage_status(certificate: Any, stage: int) -> str:
+    """The status of a lexicographic certificate's stage (``""`` when it has none)."""
+    stages = getattr(certificate, "stages", ())
+    return str(stages[stage].status) if len(stages) > stage else ""
 
 
 def counterfeit_summary(results: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

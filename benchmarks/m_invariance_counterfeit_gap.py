@@ -27,6 +27,24 @@ records now split counterfeits into balancing's and eligibility's)::
         --policies reuse --csv benchmarks/m_invariance_counterfeit_gap_full2.csv \
         --figure benchmarks/figures/m_invariance_counterfeit_gap_full2.png
 
+The exact pipeline at the paper's size, beside the assign/reuse series of
+``m_invariance_counterfeit_gap_full.csv`` (2026-11-26; the records now carry the counts
+model's certificate, ``counts_status`` = ``OPTIMAL`` when the release's counterfeits are
+proven minimal for the state it inherits)::
+
+    nice -n 15 .venv/bin/python benchmarks/m_invariance_counterfeit_gap.py \
+        --rows 600000 --initial 200000 --r 5000 --distributions D --policies exact \
+        --time-limit 3 --csv benchmarks/m_invariance_counterfeit_gap_exact.csv \
+        --figure benchmarks/figures/m_invariance_counterfeit_gap_exact.png
+
+(once per D in ``census adult-occupation-50``), then the three policies side by side::
+
+    .venv/bin/python benchmarks/m_invariance_counterfeit_gap.py --plot-only \
+        --rows 600000 --initial 200000 --r 5000 --distributions census adult-occupation-50 \
+        --csv benchmarks/m_invariance_counterfeit_gap_exact.csv \
+        --also benchmarks/m_invariance_counterfeit_gap_full.csv \
+        --figure benchmarks/figures/m_invariance_counterfeit_gap_exact_vs_assign.png
+
 Writes ``benchmarks/m_invariance_counterfeit_gap.csv`` (rows of other labels are kept)
 and ``benchmarks/figures/m_invariance_counterfeit_gap.png``.
 """
@@ -74,6 +92,80 @@ def plot(results: pd.DataFrame, path: Path) -> None:
     save_figure(figure, path)
 
 
+def plot_comparison(results: pd.DataFrame, path: Path) -> None:
+    """Counterfeits per release (symlog) and cumulated, every policy in one panel per SA;
+    releases whose counts model proved the counterfeits minimal are marked (``exact``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = list(results.groupby(["distribution", "m", "initial"], sort=False))
+    figure, axes = plt.subplots(2, len(panels), figsize=(6 * len(panels), 7.5), squeeze=False)
+    colours = {p: f"C{i}" for i, p in enumerate(dict.fromkeys(results["policy"]))}
+    for column, ((distribution, m, initial), part) in enumerate(panels):
+        top, bottom = axes[0][column], axes[1][column]
+        for policy, line in part.groupby("policy", sort=False):
+            line = line.sort_values("release")
+            colour = colours[policy]
+            proven = _proven(line)
+            label = policy if not proven.any() else (
+                f"{policy} ({int(proven.sum())}/{len(line)} proven minimal for the release)")
+            top.plot(line["release"], line["counterfeits"], marker=".", linewidth=1,
+                     label=label, color=colour)
+            bottom.plot(line["release"], line["counterfeits"].cumsum(), label=label,
+                        color=colour)
+            by_model = line[line.get("counts_status", pd.Series("", index=line.index))
+                            .fillna("").eq("OPTIMAL")]
+            if len(by_model):
+                top.scatter(by_model["release"], by_model["counterfeits"], marker="o",
+                            facecolors="none", edgecolors=colour, s=30,
+                            label=f"{policy}: proven by the counts model itself")
+        top.axhline(10, color="grey", linestyle="--", linewidth=0.8, label="paper max (10)")
+        top.axhline(2.5, color="grey", linestyle=":", linewidth=0.8, label="paper mean (2.5)")
+        top.set_yscale("symlog", linthresh=1)
+        top.set_ylim(bottom=0)
+        top.set(xlabel="release", ylabel="counterfeits in the release",
+                title=f"{distribution}, m={m}, T(1)={initial}, r={part['r'].iloc[0]}")
+        releases = int(part["release"].max())
+        bottom.plot([1, releases], [0, 2.5 * releases], color="grey", linestyle=":",
+                    linewidth=0.8, label="paper: mean 2.5 per release")
+        bottom.set(xlabel="release", ylabel="counterfeits, cumulated")
+        for axis in (top, bottom):
+            axis.legend(fontsize=7)
+            axis.grid(alpha=0.3)
+    save_figure(figure, path)
+
+
+def _proven(frame: pd.DataFrame) -> pd.Series:
+    """Releases whose counterfeits are proven minimal for the state they inherit: the
+    counts model's certificate is ``OPTIMAL``, or the counterfeits meet the state's
+    deficit bound (``forced``, :func:`m_invariance_common.deficit_bound`; recorded by the
+    model pipelines only)."""
+    status = frame.get("counts_status", pd.Series("", index=frame.index)).fillna("")
+    forced = frame.get("forced", pd.Series(-1, index=frame.index)).fillna(-1)
+    no_deferral = frame["deferred"].fillna(0) == 0
+    return status.eq("OPTIMAL") | ((forced >= 0) & no_deferral
+                                   & (frame["counterfeits"] == forced))
+
+
+def proof_summary(results: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Deferrals and, for the model pipelines, the releases whose counterfeits are proven
+    minimal for the release: by the counts model (``counts_proven``) and by the model or
+    the deficit bound (``proven``), per ``keys``."""
+    frame = results.copy()
+    status = frame.get("counts_status", pd.Series("", index=frame.index)).fillna("")
+    frame["by_model"] = status.eq("OPTIMAL")
+    frame["proven"] = _proven(frame)
+    grouped = frame.groupby(keys, sort=False)
+    return pd.DataFrame({
+        "deferred_total": grouped["deferred"].sum(),
+        "counts_proven": grouped["by_model"].sum(),
+        "proven": grouped["proven"].sum(),
+        "releases": grouped["release"].count(),
+    }).reset_index()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=60_000)
@@ -90,10 +182,16 @@ def main() -> None:
     parser.add_argument("--csv", type=Path, default=HERE / "m_invariance_counterfeit_gap.csv")
     parser.add_argument("--figure", type=Path,
                         default=HERE / "figures" / "m_invariance_counterfeit_gap.png")
+    parser.add_argument("--also", type=Path, nargs="*", default=[],
+                        help="CSVs of earlier runs: their series of the same --distributions, "
+                             "--r and --initial are summarized and drawn beside this run's "
+                             "(every policy per SA, plot_comparison), not written to --csv")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="run nothing: summarize and draw --csv (and --also)")
     args = parser.parse_args()
     start = time.perf_counter()
     records: list[dict[str, object]] = []
-    for distribution in args.distributions:
+    for distribution in [] if args.plot_only else args.distributions:
         m = args.m or (7 if distribution == "adult-occupation" else 10)
         table, schema = series_table(args.rows, args.seed, distribution)
         for policy in args.policies:
@@ -105,16 +203,42 @@ def main() -> None:
                 record["initial"] = args.initial
             records.extend(part)
     results = pd.DataFrame(records)
-    if args.csv.exists():
+    if args.plot_only:
+        results = pd.read_csv(args.csv) if args.csv.exists() else pd.DataFrame(columns=KEYS)
+    elif args.csv.exists():
         old = pd.read_csv(args.csv)
         fresh = set(map(tuple, results[KEYS].drop_duplicates().to_numpy().tolist()))
         old = old[[tuple(k) not in fresh for k in old[KEYS].to_numpy().tolist()]]
         results = pd.concat([old, results], ignore_index=True)
-    results.to_csv(args.csv, index=False)
-    plot(results, args.figure)
+    if not args.plot_only:
+        results.to_csv(args.csv, index=False)
+    if not args.also:
+        plot(results, args.figure)
+        print()
+        print(f"Date {date.today()}, {MACHINE}, total {time.perf_counter() - start:.0f} s")
+        print(markdown(counterfeit_summary(results, KEYS)))
+        return
+    shown = results[results["distribution"].isin(args.distributions)
+                    & (results["r"] == args.r) & (results["initial"] == args.initial)]
+    fresh = set(map(tuple, shown[KEYS].drop_duplicates().to_numpy().tolist()))
+    for path in args.also:
+        earlier = pd.read_csv(path)
+        earlier = earlier[earlier["distribution"].isin(args.distributions)
+                          & (earlier["r"] == args.r) & (earlier["initial"] == args.initial)
+                          & pd.Series([tuple(k) not in fresh
+                                       for k in earlier[KEYS].to_numpy().tolist()],
+                                      index=earlier.index, dtype=bool)]
+        fresh |= set(map(tuple, earlier[KEYS].drop_duplicates().to_numpy().tolist()))
+        shown = pd.concat([shown, earlier], ignore_index=True)
+    order = {d: i for i, d in enumerate(args.distributions)}
+    shown = shown.sort_values(["distribution", "policy", "release"], kind="stable",
+                              key=lambda c: c.map(order) if c.name == "distribution" else c)
+    plot_comparison(shown, args.figure)
+    summary = counterfeit_summary(shown, KEYS).merge(
+        proof_summary(shown, KEYS).drop(columns="releases"), on=KEYS)
     print()
     print(f"Date {date.today()}, {MACHINE}, total {time.perf_counter() - start:.0f} s")
-    print(markdown(counterfeit_summary(results, KEYS)))
+    print(markdown(summary))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,23 @@ At the paper's size, first 41 releases, m = 4, 6, 8 beside the earlier m = 2, 20
 the same command with ``--plot-only`` and ``benchmarks/m_invariance_counterfeit_gap_full.csv``
 added to ``--also``.)
 
+At the paper's size, all 81 releases, m = 12, 14, 16, 18 (2026-11-26)::
+
+    nice -n 15 .venv/bin/python benchmarks/m_invariance_fig6b.py --rows 600000 \
+        --initial 200000 --r 5000 --ms 12 14 16 18 \
+        --csv benchmarks/m_invariance_fig6b_full_m12_18.csv \
+        --figure benchmarks/figures/m_invariance_fig6b_full_m12_18.png
+
+and every m run at the paper's size in one figure, cut to the first 41 releases (the
+releases every m has)::
+
+    .venv/bin/python benchmarks/m_invariance_fig6b.py --plot-only --max-releases 41 \
+        --csv benchmarks/m_invariance_fig6b_full_m12_18.csv \
+        --also benchmarks/m_invariance_fig6b_full.csv benchmarks/m_invariance_fig6b_full2.csv \
+        benchmarks/m_invariance_fig6b_full_reuse.csv \
+        benchmarks/m_invariance_counterfeit_gap_full.csv \
+        --figure benchmarks/figures/m_invariance_fig6b_full_all.png
+
 Writes ``benchmarks/m_invariance_fig6b.csv`` and ``benchmarks/figures/m_invariance_fig6b.png``.
 """
 
@@ -103,7 +120,10 @@ def main() -> None:
                 records.extend(part)
                 pd.DataFrame(records).to_csv(args.csv, index=False)
     if args.plot_only and args.csv.exists():
-        records = pd.read_csv(args.csv).to_dict("records")
+        saved = pd.read_csv(args.csv)
+        # the same cut as for --also: no release past --max-releases
+        records = saved[saved["release"] <= (args.max_releases or saved["release"].max())
+                        ].to_dict("records")
     earlier = [pd.read_csv(p) for p in args.also]
     # earlier runs: the same distributions, and no release past --max-releases
     earlier = [e[e["distribution"].isin(args.distributions)

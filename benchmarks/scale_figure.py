@@ -33,7 +33,10 @@ def measure(rows: int, folder: str | None, mode: str = "heuristic") -> dict[str,
                "--r", str(rows // 5), "--skip-cli", "--solver", mode]
     if folder:
         command += ["--folder", folder]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n"
+                         f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     last = result["api"]["releases"][-1]
     return {"rows": rows, "mode": mode, "wall_s": last["wall_s"], "cpu_s": last["cpu_s"],

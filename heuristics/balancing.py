@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from republish.errors import InputError
 
-__all__ = ["Balancing", "balance_buckets"]
+__all__ = ["Balancing", "balance_buckets", "forced_counterfeits"]
 
 
 @dataclass(frozen=True)
@@ -102,3 +102,25 @@ def balance_buckets(
         counterfeits=tuple(counterfeits),
         remaining={v: c for v, c in remaining.items() if c > 0},
     )
+
+
+def forced_counterfeits(counts: Sequence[Mapping[str, int]], available: Mapping[str, int]) -> int:
+    """The fewest counterfeits any m-invariant release from this state publishes: a lower
+    bound on objective (a) (counterfeits + weighted deferrals) of the release.
+
+    Every bucket needs ``k_b >= max_v c_v`` rows of each signature value (its previously
+    published rows keep their signature and only new rows are ever deferred), and a slot of
+    value ``v`` is filled only by a new row of ``v`` or a counterfeit of ``v``; so at least
+    ``sum_v max(0, sum_b (k_b - c_{b,v}) - available_v)`` counterfeits are published
+    whatever the policy (§4.1; :func:`balance_buckets` reaches it, the eligibility of the
+    leftover may add more).
+    """
+    slots: dict[str, int] = {}
+    for bucket_counts in counts:
+        if not bucket_counts:
+            continue
+        target = max(int(c) for c in bucket_counts.values())
+        for value, count in bucket_counts.items():
+            slots[str(value)] = slots.get(str(value), 0) + target - int(count)
+    return sum(max(0, deficit - int(available.get(value, 0)))
+               for value, deficit in slots.items())

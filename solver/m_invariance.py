@@ -34,7 +34,7 @@ from republish.errors import ParameterError
 from republish.generalization import Domain, group_boxes, ncp, perimeters
 from republish.heuristics.assign import assign_new_rows
 from republish.heuristics.assign_reuse import assign_reusing
-from republish.heuristics.balancing import balance_buckets
+from republish.heuristics.balancing import balance_buckets, forced_counterfeits
 from republish.heuristics.division import divide_by_signature
 from republish.heuristics.perimeter_split import SplitResult
 from republish.objectives import CostName, ReleaseCost
@@ -232,6 +232,7 @@ def build_m_invariant(context: StepContext) -> Built:
     else:
         balancing = balance_buckets(division.counts, available)
     place_balancing(work, balancing)
+    forced = forced_counterfeits(division.counts, available)
 
     timer.phase("eligibility")
     leftover = np.concatenate([np.zeros(0, dtype=np.int64), *work.pool.values()])
@@ -319,7 +320,9 @@ def build_m_invariant(context: StepContext) -> Built:
         whole = solve_whole(problem, cost, hint, solve, context.deadline, context.model_seed())
         if whole is not None:
             answer = whole[1]
-            status_a, bound_a = answer.status_a, answer.bound_a  # type: ignore[assignment]
+            # the counts model's proof of (a) stands even when the whole model's does not
+            status_a = answer.status_a  # type: ignore[assignment]
+            bound_a = _larger(bound_a, answer.bound_a)
             status_b, bound_b = answer.status_b, answer.bound_b  # type: ignore[assignment]
             detail = f"whole-release model ({answer.columns} columns): {answer.detail}; " \
                      f"warm start: {detail}"
@@ -359,6 +362,11 @@ def build_m_invariant(context: StepContext) -> Built:
         deferred=context.ids[deferred_rows].tolist(), rng=rng, model="interval",
         metadata={"parameters": {"m": m, "eligibility": eligibility, "principle": PRINCIPLE}},
     )
+    if forced > 0 or objective_a == 0:
+        # No release from this state publishes fewer counterfeits than balancing's
+        # deficits leave: a floor that proves (a) when the counts model has not (or was
+        # not run); 0 proves only a release without counterfeits or deferrals.
+        bound_a = _larger(bound_a, float(forced))
     certificate = release_certificate(
         PRINCIPLE, cost, 1.0, objective_a, objective_b, status_a=status_a, bound_a=bound_a,
         status_b=status_b, bound_b=bound_b, heuristic=(pipeline_a, pipeline_b), detail=detail)
@@ -373,6 +381,13 @@ def build_m_invariant(context: StepContext) -> Built:
         grouping=split_certificates[0] if split_certificates else None,
         extra={"cost": objective_b},
     )
+
+def _larger(bound: float | None, other: float | None) -> float | None:
+    """The larger of two lower bounds (None: no bound)."""
+    if bound is None or other is None:
+        return other if bound is None else bound
+    return max(bound, other)
+
 
 def _pool_by_value(shuffled: np.ndarray, codes_sa: np.ndarray,
                    domain: Sequence[str]) -> dict[str, np.ndarray]:

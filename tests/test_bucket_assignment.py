@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from republish.errors import InputError, ParameterError
+from republish.heuristics.balancing import balance_buckets, forced_counterfeits
 from republish.models.bucket_assignment import (
     BucketAssignment,
     bucket_assignment_from_counts,
@@ -271,3 +272,21 @@ def test_bad_parameters_are_rejected() -> None:
         BucketCounts(("a", "b"), {"c": 1})
     with pytest.raises(InputError):
         BucketCounts(("a", "a"), {})
+
+
+@settings(max_examples=60, deadline=None)
+@given(instance=instances(), allow_deferrals=st.booleans(),
+       weight=st.sampled_from([0.5, 1.0, 2.0]))
+def test_forced_counterfeits_bound_every_release(
+    instance: tuple[list[BucketCounts], dict[str, int], int], allow_deferrals: bool,
+    weight: float,
+) -> None:
+    # the floor that certifies (a) when the counts model has not proven it: never above
+    # the brute-force optimum, and exactly balancing's counterfeits
+    buckets, new, m = instance
+    counts = [{v: bucket.count(v) for v in bucket.signature} for bucket in buckets]
+    forced = forced_counterfeits(counts, new)
+    assert forced <= brute_force(buckets, new, m, allow_deferrals, weight)
+    balancing = balance_buckets(counts, new) if counts else None
+    assert forced == (0 if balancing is None else
+                      sum(sum(c.values()) for c in balancing.counterfeits))

@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from republish.errors import InputError, ParameterError
+from republish.heuristics.perimeter_split import split_buckets_min_perimeter
 from republish.models.bucket_assignment import bucket_assignment_problems
 from republish.models.grouping.formation import grouping_objective, grouping_problems
 from republish.problems.buckets import BucketCounts
@@ -330,3 +331,43 @@ def test_heuristic_counterfeits_move_to_frequent_values(counts: list[int], m: in
     if moved is not greedy:  # never a rarer value while an earlier one had room
         used = [order.index(v) for v in moved.counterfeits]
         assert used == sorted(used)
+
+
+def _partition(groups: np.ndarray) -> set[frozenset[int]]:
+    return {frozenset(np.flatnonzero(groups == g).tolist()) for g in np.unique(groups)}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["heuristic", "auto"]))
+def test_split_step_without_models_keeps_the_greedy_split(seed: int, mode: str) -> None:
+    # buckets left to the heuristic keep the release's §4.3 split (the certificate's warm
+    # start) instead of being split again one by one
+    rng = np.random.default_rng(seed)
+    values, buckets = [], []
+    for b in range(int(rng.integers(1, 5))):
+        signature = rng.choice(6, size=int(rng.integers(2, 4)), replace=False)
+        k = int(rng.integers(1, 40))
+        values += [f"v{v}" for v in signature for _ in range(k)]
+        buckets += [b] * (k * len(signature))
+    order = rng.permutation(len(values))
+    labels = np.array(values, dtype=object)[order]
+    bucket_of = np.array(buckets)[order]
+    points = rng.random((len(labels), 2))
+    fake = rng.random(len(labels)) < 0.05
+    points[fake] = np.nan  # counterfeits
+    # a budget too short for any model: every bucket is grouped heuristically
+    groups, certificate = split_step(points, labels, bucket_of, mode=mode,  # type: ignore[arg-type]
+                                     time_limit=1e-6)
+    greedy = split_buckets_min_perimeter(points, labels.astype(str), bucket_of).groups
+    reference = greedy.copy()
+    for b in np.unique(bucket_of):
+        rows = np.flatnonzero(bucket_of == b)
+        reference[rows] = repair_groups(labels[rows].astype(str), fake[rows], greedy[rows])
+    assert _partition(groups) == _partition(reference)
+    assert certificate.status == "HEURISTIC"
+    expected = grouping_objective(np.nan_to_num(points), fake, reference, "perimeter")
+    assert certificate.objective == pytest.approx(expected)
+    for g in np.unique(groups):  # one row per value of its bucket in every group
+        members = np.flatnonzero(groups == g)
+        assert len(set(labels[members].tolist())) == len(members)
+        assert len(set(bucket_of[members].tolist())) == 1
