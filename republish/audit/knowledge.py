@@ -82,13 +82,7 @@ class Knowledge:
         if include_truth and self.has_truth:
             columns.append(schema.sensitive)
         frame = self.table[columns].copy()
-        rows, releases = np.nonzero(self.presence)
-        joined = (
-            pd.Series((releases + 1).astype(str)).groupby(rows).agg(",".join)
-            if len(rows)
-            else pd.Series(dtype=str)
-        )
-        frame[RELEASES] = joined.reindex(range(len(frame)), fill_value="").to_numpy()
+        frame[RELEASES] = release_lists(self.presence)
         return frame
 
     def write(self, path: str | Path, include_truth: bool = False) -> Path:
@@ -100,6 +94,28 @@ class Knowledge:
         path = Path(path)
         frame.to_csv(path, index=False)
         return path
+
+
+def release_lists(presence: np.ndarray) -> np.ndarray:
+    """Per row of a presence matrix, the comma-separated 1-based numbers of its releases
+    (``""`` for none), as objects. Rows share few lifespans: each distinct row is joined
+    once (one string per (row, release) pair took 8 GB for 3.9M rows in 20 releases)."""
+    presence = np.asarray(presence, dtype=bool)
+    n, count = presence.shape
+    if n == 0 or count == 0:
+        return np.full(n, "", dtype=object)
+    if count <= 62:
+        key = presence.astype(np.int64) @ (np.int64(1) << np.arange(count, dtype=np.int64))
+        inverse, uniques = pd.factorize(key)
+        first = np.full(len(uniques), n, dtype=np.int64)
+        first[inverse] = np.arange(n)  # any row of the pattern will do
+    else:
+        _, first, inverse = np.unique(presence, axis=0, return_index=True, return_inverse=True)
+    texts = np.array(
+        [",".join(str(j + 1) for j in np.flatnonzero(presence[row])) for row in first],
+        dtype=object,
+    )
+    return texts[inverse.reshape(-1)]
 
 
 def _plain_number(value: Any) -> str:
