@@ -53,8 +53,10 @@ def repair_groups(values: np.ndarray, fake: np.ndarray, groups: np.ndarray) -> n
     bucket's counterfeits together): a real row of the same value moves in from a group
     that keeps another real row. Needs at least as many real rows as groups."""
     groups = groups.copy()
-    labels = np.unique(groups)
-    reals = {int(g): int((~fake[groups == g]).sum()) for g in labels}
+    labels, inverse = np.unique(groups, return_inverse=True)
+    # real rows per group by one count (a pass per group took 8 of 13 s at 1M rows)
+    real_counts = np.bincount(inverse.reshape(-1)[~fake], minlength=len(labels))
+    reals = dict(zip(labels.astype(np.int64).tolist(), real_counts.tolist(), strict=True))
     for g in [g for g, r in reals.items() if r == 0]:
         for i in np.flatnonzero(groups == g).tolist():
             candidates = np.flatnonzero((values == values[i]) & ~fake & (groups != g))

@@ -371,3 +371,33 @@ def test_split_step_without_models_keeps_the_greedy_split(seed: int, mode: str) 
         members = np.flatnonzero(groups == g)
         assert len(set(labels[members].tolist())) == len(members)
         assert len(set(bucket_of[members].tolist())) == 1
+
+
+def _repair_groups_reference(values: np.ndarray, fake: np.ndarray,
+                             groups: np.ndarray) -> np.ndarray:
+    """repair_groups as it was (a pass over the rows per group), the reference."""
+    groups = groups.copy()
+    reals = {int(g): int((~fake[groups == g]).sum()) for g in np.unique(groups)}
+    for g in [g for g, r in reals.items() if r == 0]:
+        for i in np.flatnonzero(groups == g).tolist():
+            candidates = np.flatnonzero((values == values[i]) & ~fake & (groups != g))
+            donors = [j for j in candidates.tolist() if reals[int(groups[j])] >= 2]
+            if donors:
+                j = donors[0]
+                groups[i], groups[j] = groups[j], g
+                reals[int(groups[i])] -= 1
+                reals[g] += 1
+                break
+    return groups
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_repair_groups_equals_the_pass_per_group_form(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    values = rng.integers(0, 4, n).astype(str).astype(object)
+    fake = rng.random(n) < rng.random()
+    groups = rng.integers(0, max(1, n // 2), n)
+    np.testing.assert_array_equal(repair_groups(values, fake, groups),
+                                  _repair_groups_reference(values, fake, groups))
