@@ -107,11 +107,13 @@ def main() -> None:
                         help="census: synthetic_census with initial + releases*r rows")
     parser.add_argument("--first-release", nargs="+", choices=["buckets", "compact"],
                         default=["buckets"], help="first-release policies of the model runs")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="where the rows go (default: whole_release_<data>_<initial>.csv)")
     args = parser.parse_args()
     frame = run(args.initial, args.r, args.releases, args.m, args.time_limit, args.mode,
                 args.seed, args.dataset, tuple(args.first_release))
     name = "adult" if args.dataset == "adult" else "census"
-    out = HERE / f"whole_release_{name}_{args.initial}.csv"
+    out = args.csv or HERE / f"whole_release_{name}_{args.initial}.csv"
     frame.to_csv(out, index=False)
     command = "python benchmarks/whole_release_adult.py " + " ".join(sys.argv[1:])
     print(f"`{command}` — {platform.machine()}, {os.cpu_count()} cores, {date.today()}\n")
