@@ -28,9 +28,9 @@ Adult's native-country (41 leaves) and education (16) decided nearness and age a
 from tables (:mod:`republish.models.whole_release_extent_tables`, the same numbers), so
 that more, larger assignments fit in the budget. Measured on 20,000 Adult rows, release 1,
 30 CPU-seconds, (b) against the heuristic's release: session 5's trades -13.7 % (m = 4) and
--13.2 % (m = 7); these -16.9 % and -15.6 %. Pair exchanges (two nearby groups swapping the
-rows of several shared values at once, every subset tried) gained 0.03 % more after the
-trades and were left out.
+-13.2 % (m = 7); these -16.9 % and -15.6 % (measured with SciPy's assignment solver). Pair
+exchanges (two nearby groups swapping the rows of several shared values at once, every
+subset tried) gained 0.03 % more after the trades and were left out.
 """
 
 from __future__ import annotations
