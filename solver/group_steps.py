@@ -86,16 +86,15 @@ def _split_one(points: np.ndarray, values: np.ndarray, fake: np.ndarray) -> np.n
     return repair_groups(values, fake, split_bucket_min_perimeter(marked, values).groups)
 
 
-def _model_allowed(labels: np.ndarray, mode: Mode) -> bool:
-    """Whether ``mode`` groups a bucket with these values by the model: ``exact`` always,
-    ``auto`` when the bucket is small enough to be solved quickly."""
+def _model_allowed(rows: int, s: int, mode: Mode) -> bool:
+    """Whether ``mode`` groups a bucket of ``rows`` rows and ``s`` values by the model:
+    ``exact`` always, ``auto`` when the bucket is small enough to be solved quickly."""
     if mode == "heuristic":
         return False
     if mode == "exact":
         return True
-    s = len(set(labels.tolist()))
-    k = len(labels) // max(s, 1)
-    return len(labels) <= AUTO_PAIR_ROWS if s <= 2 else k ** s <= AUTO_COLUMNS
+    k = rows // max(s, 1)
+    return rows <= AUTO_PAIR_ROWS if s <= 2 else k ** s <= AUTO_COLUMNS
 
 
 def group_step(
@@ -116,7 +115,8 @@ def group_step(
     greedy = _split_one(points, labels, fake)
     heuristic_time = time.perf_counter() - started
     remaining = time_limit - heuristic_time
-    if not _model_allowed(labels, mode) or remaining < MIN_MODEL_TIME:
+    if not _model_allowed(len(labels), len(set(labels.tolist())), mode) \
+            or remaining < MIN_MODEL_TIME:
         value = grouping_objective(np.nan_to_num(points), fake, greedy, objective)
         result = GroupFormation(
             groups=greedy, group_count=int(len(np.unique(greedy))), objective=value,
@@ -169,7 +169,8 @@ def split_step(
     for b in np.argsort(-sizes, kind="stable").tolist():
         rows = members[b]
         groups[rows] = repair_groups(labels[rows], fake[rows], groups[rows])
-        if len(rows) == len(set(labels[rows].tolist())):  # one group: nothing to choose
+        s = len(set(labels[rows].tolist()))
+        if len(rows) == s:  # one group: nothing to choose
             value = grouping_objective(np.nan_to_num(points[rows]), fake[rows], groups[rows],
                                        objective)
             objective_sum += value
@@ -181,7 +182,7 @@ def split_step(
         share = remaining * len(rows) / max(rows_left, 1)
         rows_left -= len(rows)
         bucket_mode: Mode = mode if share >= MIN_MODEL_TIME else "heuristic"
-        if not _model_allowed(labels[rows], bucket_mode):
+        if not _model_allowed(len(rows), s, bucket_mode):
             # group_step would split the bucket again and return these groups (the split of
             # a bucket reads only its rows): at 2M rows, auto spent 5x the heuristic here
             objective_sum += grouping_objective(np.nan_to_num(points[rows]), fake[rows],

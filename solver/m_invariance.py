@@ -333,7 +333,7 @@ def build_m_invariant(context: StepContext) -> Built:
         bounds = bound_only(problem, cost, solve, context.deadline, context.model_seed(),
                             pipeline_a, proven_a)
         if bounds is not None:
-            bound_a = bounds[0] if bound_a is None else max(bound_a, bounds[0])
+            bound_a = _larger(bound_a, bounds[0])
             if bounds[2] > 0:  # a zero bound proves nothing worth a status
                 bound_b, status_b = bounds[2], "FEASIBLE"
 
@@ -381,6 +381,7 @@ def build_m_invariant(context: StepContext) -> Built:
         grouping=split_certificates[0] if split_certificates else None,
         extra={"cost": objective_b},
     )
+
 
 def _larger(bound: float | None, other: float | None) -> float | None:
     """The larger of two lower bounds (None: no bound)."""
