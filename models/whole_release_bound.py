@@ -51,7 +51,7 @@ from republish.models.whole_release_counts import (
     optimal_counts,
     rational_weight,
 )
-from republish.models.whole_release_row_bound import row_bound
+from republish.models.whole_release_pair_bound import lower_bound_b
 
 if TYPE_CHECKING:
     from republish.models.whole_release import WholeReleaseProblem
@@ -326,8 +326,9 @@ def whole_release_bound(problem: WholeReleaseProblem, *, extent: Extent | None =
     ``(b) >= min over permutations of [Σ arc costs + λ·Σ fixed-point weights] - λ·budget``,
     a min-cost assignment; arcs beyond a row's ``k`` nearest go through a hub at the
     ``(k+1)``-th smallest cost, which only lowers the minimum. The larger of this bound (up
-    to ``CYCLE_COVER_ROWS`` rows) and the row and capacity bound of
-    :func:`republish.models.whole_release_row_bound.row_bound` is returned. ``budget``
+    to ``CYCLE_COVER_ROWS`` rows), the row and capacity bound of
+    :func:`republish.models.whole_release_row_bound.row_bound` and the pair bound of
+    :func:`republish.models.whole_release_pair_bound.pair_bound` is returned. ``budget``
     defaults to the count model's value (A* when its status is OPTIMAL). ``time_limit``
     bounds the whole call (the cycle-cover part is 0 when the pair extents are not done by
     then; the row bound gets weaker, never invalid).
@@ -341,7 +342,7 @@ def whole_release_bound(problem: WholeReleaseProblem, *, extent: Extent | None =
     a_bound = plan.bound / weight.denominator if plan.value is not None else 0.0
     if budget is None:
         budget = math.inf if plan.value is None else plan.value / weight.denominator
-    b_bound = row_bound(problem, extent, budget, weight, deadline=started + time_limit).bound \
+    b_bound = lower_bound_b(problem, extent, budget, weight, deadline=started + time_limit) \
         if math.isfinite(budget) else 0.0
     if len(problem.values) <= CYCLE_COVER_ROWS:
         b_bound = max(b_bound, cycle_cover_bound(problem, extent, float(budget), weight,

@@ -31,7 +31,7 @@ from republish.models.whole_release import (
     solve_whole_release,
 )
 from republish.models.whole_release_bound import whole_release_bound
-from republish.models.whole_release_row_bound import row_bound
+from republish.models.whole_release_pair_bound import lower_bound_b
 from republish.objectives import OBJECTIVES, ReleaseCost, counts_name
 from republish.parameters import Eligibility
 from republish.solver.options import Deadline, SolveOptions
@@ -152,17 +152,17 @@ def bound_only(problem: WholeReleaseProblem, cost: ReleaseCost, solve: SolveOpti
                ) -> tuple[float, str, float] | None:
     """``(bound on (a), the count model's status, bound on (b) given optimal (a))`` of a
     release the model does not solve, or None when it is too large or no time is left.
-    With ``proven_a`` (``objective_a`` is A*), only the row bound of
-    :mod:`republish.models.whole_release_row_bound` runs, given up to ROW_BOUND_GRACE
-    seconds (at most a tenth of the budget) past the deadline."""
+    With ``proven_a`` (``objective_a`` is A*), only the row and pair bounds of
+    :func:`republish.models.whole_release_pair_bound.lower_bound_b` run, given up to
+    ROW_BOUND_GRACE seconds (at most a tenth of the budget) past the deadline."""
     seconds = deadline.left()
     if len(problem.values) > BOUND_ROWS:
         return None
     if proven_a:  # A* is known: the row bound needs no model, and little time
         grace = min(ROW_BOUND_GRACE, 0.1 * solve.time_limit)
-        found = row_bound(problem, _extent(cost, problem), objective_a, None,
-                          deadline=time.perf_counter() + max(seconds, grace))
-        return objective_a, "OPTIMAL", found.bound
+        found = lower_bound_b(problem, _extent(cost, problem), objective_a, None,
+                              deadline=time.perf_counter() + max(seconds, grace))
+        return objective_a, "OPTIMAL", found
     if seconds < MIN_SECONDS:
         return None
     bound = whole_release_bound(problem, extent=_extent(cost, problem), budget=objective_a,

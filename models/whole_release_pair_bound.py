@@ -1,0 +1,271 @@
+"""A lower bound on objective (b) of one release step from the groups of its buckets, by
+one transportation problem per pair of signature values.
+
+Objective (b) of :mod:`republish.models.whole_release` is ``Σ_G |σ(G)|·ext(R(G))``, the
+perimeter of the m-invariance paper (Xiao & Tao 2007, §4.3), with ``ext`` a sum over QIs
+of a function of each QI's interval (:func:`republish.models.whole_release_row_bound.
+_separable`: numeric QIs on ``[0, 1]``, hierarchy QIs as chains of cells). The old rows of
+bucket ``b`` keep its signature ``σ_b`` (§4.1), so every group of ``b`` holds exactly one
+row per value of ``σ_b`` (``s_b = |σ_b|`` slots): an old row of ``b``, a new row, or a
+counterfeit. Validity of :func:`pair_bound`:
+
+1. **Pairs bound a group's extent.** For ``k <= s`` points and one QI ``q``, ``Σ_{pairs}
+   d_q(x, y) <= r_q(s)·ext_q`` with ``d_q`` the extent of the pair: on a line ``r =
+   ⌊s/2⌋·⌈s/2⌉`` (the pairs straddling each gap between sorted points); for a hierarchy
+   chain ``r_q`` is the largest ``Σ_{pairs} d_q / ext_q`` over multisets of at most ``s``
+   leaves of the rows' own tree (:func:`_chain_ratio`, a knapsack over each node's
+   children), since ``d_q(x, y)`` is the cost of the pair's lowest common cell. So
+   ``s_b·ext(R(G)) >= s_b·Σ_{u<v ∈ σ_b} c(G_u, G_v)`` with ``c = Σ_q d_q / r_q(s_b)``
+   and ``c = 0`` when ``G_u`` or ``G_v`` is a counterfeit.
+2. **Pairs of values relax to transportation problems.** The groups of ``b`` pair the
+   old rows of value ``u`` with distinct partners of value ``v``: old rows of ``v`` in
+   ``b``, new rows of ``v`` (each in one group of the release), or counterfeits of ``v``,
+   at most ``min(spare_b, o_b - k[b, v])`` (``spare_b``: ``⌊A*⌋`` minus what the other
+   buckets need anyway, :func:`republish.models.whole_release_capacity.budget`; ``b`` has
+   at most ``o_b`` groups, each holding an old row). Pairs of two new rows cost ``>= 0``
+   and are dropped. The least cost of such a pairing (every old row of ``u`` and of
+   ``v`` paired, new rows and counterfeits optional) is a min-cost flow ``F_b(u, v)``,
+   and ``(b) >= Σ_b s_b·Σ_{u<v ∈ σ_b} F_b(u, v)``: the groups of ``b`` are one pairing
+   for every ``(u, v)`` at once, and groups without old rows add ``>= 0``.
+
+Costs are rounded down to integers (``SCALE``), which keeps the bound valid. Rows equal in
+every coordinate, value and bucket share one node. For NCP (``|R(G)|`` in place of
+``|σ(G)|``) the factor ``s_b`` is replaced by the fewest real rows a group of ``b`` may
+have, ``s_b - spare_b``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import numpy as np
+from ortools.graph.python import min_cost_flow
+
+from republish.models.whole_release_capacity import Chain, budget
+from republish.models.whole_release_counts import Extent, ReleaseCounts
+from republish.models.whole_release_row_bound import _separable, row_bound
+
+if TYPE_CHECKING:
+    from republish.models.whole_release_problem import WholeReleaseProblem
+
+__all__ = ["PairBound", "lower_bound_b", "pair_bound"]
+
+#: Integer units per unit of extent in the transportation problems (rounded down).
+SCALE = 10_000
+
+
+@dataclass(frozen=True)
+class PairBound:
+    """``bound``: a lower bound on (b) over releases of (a) ``<= a_star``; ``per_bucket``
+    each bucket's part; ``complete``: every bucket's pairs were solved before the deadline
+    (otherwise the missing pairs count 0)."""
+
+    bound: float
+    per_bucket: np.ndarray
+    complete: bool
+    wall_time_s: float
+
+
+def _line_ratio(s: int) -> int:
+    return (s // 2) * ((s + 1) // 2)
+
+
+def _chain_ratio(chain: Chain, s: int) -> float:
+    """The largest ``Σ_{pairs} d / ext`` over multisets of ``2..s`` leaves of the chain's
+    rows, ``d`` the cost of a pair's lowest common cell and ``ext`` the group's: per cell,
+    a knapsack over its children of the pairs inside each child."""
+    cells, costs = chain
+    if cells.shape[0] < 2 or s < 2:
+        return 1.0
+    keys, first = np.unique(cells.T, axis=0, return_index=True)  # distinct leaf paths
+    cost_of = costs[:, first]
+    pairs = np.arange(s + 1) * (np.arange(s + 1) - 1) / 2.0
+    # best[cell]: the largest Σ_{pairs} d of j = 0..s leaves inside the cell
+    best = {int(cell): pairs * float(cost_of[0, np.flatnonzero(keys[:, 0] == cell)[0]])
+            for cell in np.unique(keys[:, 0])}
+    ratio = 1.0
+    for level in range(1, cells.shape[0]):
+        merged: dict[int, np.ndarray] = {}
+        for cell in np.unique(keys[:, level]).tolist():
+            inside = keys[:, level] == cell
+            f = float(cost_of[level, np.flatnonzero(inside)[0]])
+            # table[c][t]: best Σ over children of (inner pairs - f·pairs), t leaves in
+            # c = 0, 1, >= 2 nonempty children
+            table = np.full((3, s + 1), -math.inf)
+            table[0, 0] = 0.0
+            for child in np.unique(keys[inside, level - 1]).tolist():
+                inner = best[int(child)] - pairs * f
+                grown = table.copy()  # the child left empty
+                for c in range(3):
+                    for t in range(s + 1):
+                        if table[c, t] == -math.inf:
+                            continue
+                        for j in range(1, s - t + 1):
+                            c2 = min(c + 1, 2)
+                            grown[c2, t + j] = max(grown[c2, t + j], table[c, t] + inner[j])
+                table = grown
+            merged[int(cell)] = pairs * f + table.max(axis=0)
+            spread = table[2, 2:]
+            if f > 0 and np.isfinite(spread).any():
+                ratio = max(ratio, float((pairs[2:] + spread / f)[np.isfinite(spread)].max()))
+        best = merged
+    return ratio
+
+
+def _pair_cost(numeric: list[np.ndarray], chains: list[Chain], ratios: list[float],
+               rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+    """``(len(rows_a), len(rows_b))`` pair costs ``Σ_q d_q / r_q``."""
+    cost = np.zeros((len(rows_a), len(rows_b)))
+    q = 0
+    for x in numeric:
+        cost += np.abs(x[rows_a][:, None] - x[rows_b][None, :]) / ratios[q]
+        q += 1
+    for cells, costs in chains:
+        pending = np.ones_like(cost, dtype=bool)
+        pair = np.zeros_like(cost)
+        for level in range(cells.shape[0]):
+            meet = pending & (cells[level, rows_a][:, None] == cells[level, rows_b][None, :])
+            pair[meet] = np.broadcast_to(costs[level, rows_a][:, None], cost.shape)[meet]
+            pending &= ~meet
+        cost += pair / ratios[q]
+        q += 1
+    return cost
+
+
+def _flow(old_u: tuple[np.ndarray, np.ndarray], old_v: tuple[np.ndarray, np.ndarray],
+          new_u: tuple[np.ndarray, np.ndarray], new_v: tuple[np.ndarray, np.ndarray],
+          fakes_u: int, fakes_v: int,
+          cost: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> int | None:
+    """Least integer cost of pairing every old row of u and of v (node, count) with a
+    partner: an old row or new row of the other value, or one of its counterfeits."""
+    (au, cu), (av, cv), (nu, mu), (nv, mv) = old_u, old_v, new_u, new_v
+    supply_u, demand_v = int(cu.sum()), int(cv.sum())
+    if not supply_u and not demand_v:
+        return 0
+    if supply_u > int(cv.sum()) + int(mv.sum()) + fakes_v or \
+            demand_v > supply_u + int(mu.sum()) + fakes_u:
+        return None
+    flow = min_cost_flow.SimpleMinCostFlow()
+    # nodes: old u [0, A), old v [A, A+B), new u, new v, fake u, fake v, hub_u, hub_v
+    a, b, p, r = len(au), len(av), len(nu), len(nv)
+    base_nu, base_nv = a + b, a + b + p
+    fake_u, fake_v, hub_u, hub_v = a + b + p + r, a + b + p + r + 1, a + b + p + r + 2, \
+        a + b + p + r + 3
+    big = supply_u + demand_v + 1
+    tails, heads, caps, units = [], [], [], []
+
+    def arcs(t: np.ndarray, h: np.ndarray, c: np.ndarray, u: np.ndarray) -> None:
+        tails.append(t.ravel())
+        heads.append(h.ravel())
+        caps.append(np.broadcast_to(c, t.shape).ravel())
+        units.append(np.broadcast_to(u, t.shape).ravel())
+
+    grid = np.indices((a, b))
+    arcs(grid[0], a + grid[1], np.array(big), cost(au, av))
+    if r:
+        grid = np.indices((a, r))
+        arcs(grid[0], base_nv + grid[1], np.array(big), cost(au, nv))
+        arcs(base_nv + np.arange(r), np.full(r, hub_v), mv, np.zeros(r, np.int64))
+    if p:
+        grid = np.indices((p, b))
+        arcs(base_nu + grid[0], a + grid[1], np.array(big), cost(nu, av))
+        arcs(np.full(p, hub_u), base_nu + np.arange(p), mu, np.zeros(p, np.int64))
+    arcs(np.arange(a), np.full(a, fake_v), np.array(big), np.zeros(a, np.int64))
+    arcs(np.array([fake_v]), np.array([hub_v]), np.array(fakes_v), np.zeros(1, np.int64))
+    arcs(np.full(b, fake_u), a + np.arange(b), np.array(big), np.zeros(b, np.int64))
+    arcs(np.array([hub_u]), np.array([fake_u]), np.array(fakes_u), np.zeros(1, np.int64))
+    arcs(np.array([hub_u]), np.array([hub_v]), np.array(big), np.zeros(1, np.int64))
+    flow.add_arcs_with_capacity_and_unit_cost(
+        np.concatenate(tails).astype(np.int32), np.concatenate(heads).astype(np.int32),
+        np.concatenate(caps).astype(np.int64), np.concatenate(units).astype(np.int64))
+    supplies = np.zeros(hub_v + 1, dtype=np.int64)
+    supplies[:a] = cu
+    supplies[a:a + b] = -cv
+    supplies[hub_u] = demand_v
+    supplies[hub_v] = -supply_u
+    flow.set_nodes_supplies(np.arange(hub_v + 1, dtype=np.int32), supplies)
+    if flow.solve() != flow.OPTIMAL:
+        return None
+    return int(flow.optimal_cost())
+
+
+def _nodes(key: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct points among ``rows``: a representative row each and its count."""
+    if not len(rows):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    _, first, count = np.unique(key[rows], return_index=True, return_counts=True)
+    return rows[first], count.astype(np.int64)
+
+
+def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
+               a_star: float | Fraction = 0, *, deadline: float = math.inf) -> PairBound:
+    """A lower bound on (b) over the releases of ``problem`` whose (a) is at most ``a_star``
+    (pass A*, or any upper bound on it), by the argument of the module docstring; 0 for
+    an extent that is not a separable perimeter. Past ``deadline``
+    (``time.perf_counter()`` seconds) the remaining pairs count 0."""
+    started = time.perf_counter()
+    counts = ReleaseCounts.of(problem)
+    per_bucket = np.zeros(len(problem.signatures))
+    separable = _separable(problem, extent)
+    if separable is None or not len(problem.values):
+        return PairBound(0.0, per_bucket, separable is not None, time.perf_counter() - started)
+    numeric, chains = separable
+    cf_max = max(math.floor(Fraction(a_star).limit_denominator(10**9)), 0)
+    spare, _ = budget(problem, counts, cf_max)
+    coordinates = np.column_stack([*numeric, *(c[0][0] for c in chains)])
+    _, key = np.unique(coordinates, axis=0, return_inverse=True)
+    key = key.ravel()
+    values, bucket = problem.values, problem.bucket
+    new_nodes = {int(v): _nodes(key, np.flatnonzero((bucket < 0) & (values == v)))
+                 for v in np.unique(values[bucket < 0]).tolist()}
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    ratios: dict[int, list[float]] = {}
+    complete = True
+    for b, sigma in enumerate(problem.signatures):
+        old = counts.old_rows[b]
+        if not len(old):
+            continue
+        s = len(sigma)
+        if s not in ratios:
+            ratios[s] = [float(_line_ratio(s))] * len(numeric) + [
+                _chain_ratio(chain, s) for chain in chains]
+        ratio = ratios[s]
+
+        def cost(rows_a: np.ndarray, rows_b: np.ndarray, ratio: list[float] = ratio
+                 ) -> np.ndarray:
+            return np.floor(_pair_cost(numeric, chains, ratio, rows_a, rows_b) * SCALE
+                            ).astype(np.int64)
+
+        members = {v: _nodes(key, old[values[old] == v]) for v in sorted(sigma)}
+        fakes = {v: int(min(spare[b], len(old) - counts.k[b, v])) for v in sorted(sigma)}
+        total = 0
+        for i, u in enumerate(sorted(sigma)):
+            for v in sorted(sigma)[i + 1:]:
+                if time.perf_counter() > deadline:
+                    complete = False
+                    break
+                found = _flow(members[u], members[v], new_nodes.get(u, empty),
+                              new_nodes.get(v, empty), fakes[u], fakes[v], cost)
+                if found is None:
+                    complete = False
+                    continue
+                total += found
+        per_bucket[b] = s * total / SCALE
+    return PairBound(float(per_bucket.sum()), per_bucket, complete,
+                     time.perf_counter() - started)
+
+
+def lower_bound_b(problem: WholeReleaseProblem, extent: Extent | None, a_star: float | Fraction,
+                  weight: Fraction | None = None, *, deadline: float = math.inf) -> float:
+    """The larger of the row bound (:func:`republish.models.whole_release_row_bound.
+    row_bound`) and the pair bound on (b), over the releases of (a) ``<= a_star``; the
+    pair bound gets what is left until ``deadline``."""
+    rows = row_bound(problem, extent, a_star, weight, deadline=deadline).bound
+    if time.perf_counter() >= deadline:
+        return rows
+    return max(rows, pair_bound(problem, extent, a_star, deadline=deadline).bound)

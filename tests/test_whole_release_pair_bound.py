@@ -1,0 +1,105 @@
+"""The pair bound on objective (b) (republish.models.whole_release_pair_bound) against the
+exhaustive optimum of tests/test_whole_release_model.py: never above the least (b) of the
+releases whose (a) is optimal, for the box extent and a hierarchy extent; exact where its
+relaxation is (one bucket of two values); and a variant without counterfeits fails."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import test_whole_release_model as reference
+from hypothesis import HealthCheck, given, settings
+from test_whole_release_model import brute_force
+from test_whole_release_row_bound import SCHEMA, coarse_problems, hierarchy_problems
+
+import republish.models.whole_release_pair_bound as pair_module
+from republish.models.whole_release import WholeReleaseProblem
+from republish.models.whole_release_pair_bound import _chain_ratio, _line_ratio, pair_bound
+from republish.models.whole_release_row_bound import _separable
+from republish.objectives import ReleaseCost
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(coarse_problems())
+def test_bound_never_exceeds_the_optimum_box(problem: WholeReleaseProblem) -> None:
+    optimum = brute_force(problem)
+    if optimum is None:
+        return
+    found = pair_bound(problem, None, optimum[0])
+    assert found.bound <= optimum[1] + 1e-9
+    assert found.per_bucket.sum() == pytest.approx(found.bound)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hierarchy_problems())
+def test_bound_never_exceeds_the_optimum_hierarchy(
+        case: tuple[WholeReleaseProblem, ReleaseCost]) -> None:
+    problem, cost = case
+    original = reference.box
+    reference.box = lambda points, rows: cost.extent(np.asarray(rows, dtype=np.int64))
+    try:
+        optimum = brute_force(problem)
+    finally:
+        reference.box = original
+    if optimum is None:
+        return
+    found = pair_bound(problem, cost.model_extent(lambda rows: 0), optimum[0])
+    assert found.bound <= optimum[1] + 1e-9
+
+
+def test_two_value_bucket_is_exact() -> None:
+    """One bucket of two values and no new rows: its groups are a perfect matching, which
+    the transportation problem solves exactly (the bound is the optimum, not below it)."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        points = rng.integers(0, 10, (8, 2)) / 10
+        problem = WholeReleaseProblem(points, np.array([0, 1] * 4), np.zeros(8, np.int64),
+                                      (frozenset({0, 1}),), 2, 2)
+        optimum = brute_force(problem)
+        assert optimum is not None and optimum[0] == 0
+        # each of the 4 pairs' cost is rounded down to a multiple of 1/SCALE, times s = 2
+        found = pair_bound(problem, None, 0).bound
+        assert optimum[1] - 8 / pair_module.SCALE - 1e-9 <= found <= optimum[1] + 1e-9
+
+
+def test_chain_ratio_matches_enumeration() -> None:
+    """``r_q(s)``: the largest Σ_pairs d / ext over multisets of the hierarchy's leaves."""
+    cost = ReleaseCost.of(SCHEMA, np.column_stack([np.zeros(5), np.arange(5.0)]))
+    separable = _separable(WholeReleaseProblem(cost.points, np.zeros(5, np.int64),
+                                               np.full(5, -1), (), 1, 1),
+                           cost.model_extent(lambda rows: 0))
+    assert separable is not None
+    chain = separable[1][-1]  # the hierarchy (the constant numeric QI is a chain too)
+    for s in (2, 3, 4, 5):
+        best = 1.0
+        for k in range(2, s + 1):
+            for leaves in itertools.combinations_with_replacement(range(5), k):
+                rows = np.array(leaves)
+                ext = cost.extent(rows) - 0.0  # the numeric QI is 0 everywhere
+                if ext <= 0:
+                    continue
+                total = sum(cost.extent(np.array(pair)) for pair in
+                            itertools.combinations(leaves, 2))
+                best = max(best, total / ext)
+        assert _chain_ratio(chain, s) == pytest.approx(best)
+    assert [_line_ratio(s) for s in (2, 3, 4, 5, 6)] == [1, 2, 4, 6, 9]
+
+
+def test_a_bound_without_counterfeits_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deliberately wrong bound, denying the bucket its counterfeits, exceeds the
+    optimum on an instance where one is spent: the check can fail."""
+    points = np.array([[0.25, 0.25], [0.25, 0.25], [0.5, 0.75], [0.0, 0.75], [0.5, 0.25],
+                       [0.5, 0.5]])
+    problem = WholeReleaseProblem(points, np.array([1, 2, 0, 1, 2, 1]),
+                                  np.array([0, 0, 0, 0, -1, -1]), (frozenset({0, 1, 2}),), 2, 3)
+    optimum = brute_force(problem)
+    assert optimum is not None and optimum[0] > 0
+    right = pair_bound(problem, None, optimum[0])
+    assert right.bound <= optimum[1] + 1e-9
+    wrong_budget = pair_module.budget
+    monkeypatch.setattr(pair_module, "budget",
+                        lambda p, c, cf: (np.zeros_like(wrong_budget(p, c, cf)[0]), 0))
+    wrong = pair_bound(problem, None, optimum[0])
+    assert wrong.bound > optimum[1] + 1e-9
