@@ -41,6 +41,10 @@ class IncrementalMaster:
         error = solver.LoadModelFromProto(model.export_to_proto())
         if error:  # pragma: no cover - the proto is built above
             raise RuntimeError(f"GLOP refused the master: {error}")
+        # The first solve starts from scratch, where GLOP's dual simplex is 2-2.5x faster on
+        # these masters (200 Adult rows, m = 3: 0.40 -> 0.17 s); re-solves after new
+        # columns keep a primal feasible basis, where primal simplex continues from it.
+        solver.SetSolverSpecificParametersAsString("use_dual_simplex: true")
         self.solver = solver
         constraints = solver.constraints()
         self.covers, self.spent = constraints[:len(master.exact)], constraints[len(master.exact)]
@@ -49,6 +53,8 @@ class IncrementalMaster:
 
     def add(self, master: Master, start: int) -> None:
         """Add the columns ``start:`` of ``master`` (the columns before are present)."""
+        if start < len(master.cost):
+            self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: false")
         for c in range(start, len(master.cost)):
             var = self.solver.NumVar(0.0, 1.0, "")
             self.objective.SetCoefficient(var, float(master.cost[c]))
