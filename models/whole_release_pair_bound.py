@@ -61,12 +61,12 @@ SCALE = 10_000
 
 @dataclass(frozen=True)
 class PairBound:
-    """``bound``: a lower bound on (b) over releases of (a) ``<= a_star``; ``per_bucket``
-    each bucket's part; ``complete``: every bucket's pairs were solved before the deadline
+    """``bound``: a lower bound on (b) over releases of (a) ``<= a_star``; ``per_pair``
+    each pair of values' part; ``complete``: every pair was solved before the deadline
     (otherwise the missing pairs count 0)."""
 
     bound: float
-    per_bucket: np.ndarray
+    per_pair: dict[tuple[int, int], float]
     complete: bool
     wall_time_s: float
 
@@ -137,64 +137,86 @@ def _pair_cost(numeric: list[np.ndarray], chains: list[Chain], ratios: list[floa
     return cost
 
 
-def _flow(old_u: tuple[np.ndarray, np.ndarray], old_v: tuple[np.ndarray, np.ndarray],
-          new_u: tuple[np.ndarray, np.ndarray], new_v: tuple[np.ndarray, np.ndarray],
-          fakes_u: int, fakes_v: int,
-          cost: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> int | None:
-    """Least integer cost of pairing every old row of u and of v (node, count) with a
-    partner: an old row or new row of the other value, or one of its counterfeits."""
-    (au, cu), (av, cv), (nu, mu), (nv, mv) = old_u, old_v, new_u, new_v
-    supply_u, demand_v = int(cu.sum()), int(cv.sum())
+Nodes = tuple[np.ndarray, np.ndarray]  # a representative row per distinct point, its count
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One bucket's part of the pairing of values ``u`` and ``v``: its old rows of each
+    (nodes), the counterfeits of each it may hold, and its pair cost (integer units)."""
+
+    old_u: Nodes
+    old_v: Nodes
+    fakes_u: int
+    fakes_v: int
+    cost: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _flow(sides: list[_Side], new_u: Nodes, new_v: Nodes, fakes_u: int, fakes_v: int
+          ) -> int | None:
+    """Least integer cost of pairing, in every bucket of ``sides``, each old row of ``u``
+    and of ``v`` with a partner of the other value: an old row of the bucket, a new row
+    (each in one bucket at most), or a counterfeit (at most the bucket's and ``fakes_*``
+    over all buckets). None when no pairing exists."""
+    supply_u = sum(int(side.old_u[1].sum()) for side in sides)
+    demand_v = sum(int(side.old_v[1].sum()) for side in sides)
     if not supply_u and not demand_v:
         return 0
-    if supply_u > int(cv.sum()) + int(mv.sum()) + fakes_v or \
-            demand_v > supply_u + int(mu.sum()) + fakes_u:
-        return None
-    flow = min_cost_flow.SimpleMinCostFlow()
-    # nodes: old u [0, A), old v [A, A+B), new u, new v, fake u, fake v, hub_u, hub_v
-    a, b, p, r = len(au), len(av), len(nu), len(nv)
-    base_nu, base_nv = a + b, a + b + p
-    fake_u, fake_v, hub_u, hub_v = a + b + p + r, a + b + p + r + 1, a + b + p + r + 2, \
-        a + b + p + r + 3
+    (nu, mu), (nv, mv) = new_u, new_v
+    p, r = len(nu), len(nv)
+    # nodes: new u [0, p), new v [p, p+r), hub_u, hub_v, shared fake u, shared fake v,
+    # then per bucket: old u, old v, its fake u, its fake v
+    hub_u, hub_v, fake_u, fake_v = p + r, p + r + 1, p + r + 2, p + r + 3
     big = supply_u + demand_v + 1
-    tails, heads, caps, units = [], [], [], []
+    tails: list[np.ndarray] = []
+    heads: list[np.ndarray] = []
+    caps: list[np.ndarray] = []
+    units: list[np.ndarray] = []
 
-    def arcs(t: np.ndarray, h: np.ndarray, c: np.ndarray, u: np.ndarray) -> None:
-        tails.append(t.ravel())
-        heads.append(h.ravel())
-        caps.append(np.broadcast_to(c, t.shape).ravel())
-        units.append(np.broadcast_to(u, t.shape).ravel())
+    def arcs(t: np.ndarray, h: np.ndarray, c: np.ndarray | int, u: np.ndarray | int) -> None:
+        t, h = np.asarray(t).ravel(), np.asarray(h).ravel()
+        tails.append(t)
+        heads.append(h)
+        caps.append(np.broadcast_to(np.asarray(c, dtype=np.int64).ravel(), t.shape))
+        units.append(np.broadcast_to(np.asarray(u, dtype=np.int64).ravel(), t.shape))
 
-    grid = np.indices((a, b))
-    arcs(grid[0], a + grid[1], np.array(big), cost(au, av))
-    if r:
-        grid = np.indices((a, r))
-        arcs(grid[0], base_nv + grid[1], np.array(big), cost(au, nv))
-        arcs(base_nv + np.arange(r), np.full(r, hub_v), mv, np.zeros(r, np.int64))
-    if p:
-        grid = np.indices((p, b))
-        arcs(base_nu + grid[0], a + grid[1], np.array(big), cost(nu, av))
-        arcs(np.full(p, hub_u), base_nu + np.arange(p), mu, np.zeros(p, np.int64))
-    arcs(np.arange(a), np.full(a, fake_v), np.array(big), np.zeros(a, np.int64))
-    arcs(np.array([fake_v]), np.array([hub_v]), np.array(fakes_v), np.zeros(1, np.int64))
-    arcs(np.full(b, fake_u), a + np.arange(b), np.array(big), np.zeros(b, np.int64))
-    arcs(np.array([hub_u]), np.array([fake_u]), np.array(fakes_u), np.zeros(1, np.int64))
-    arcs(np.array([hub_u]), np.array([hub_v]), np.array(big), np.zeros(1, np.int64))
+    arcs(p + np.arange(r), np.full(r, hub_v), mv, 0)
+    arcs(np.full(p, hub_u), np.arange(p), mu, 0)
+    arcs(np.array([hub_u]), np.array([fake_u]), fakes_u, 0)
+    arcs(np.array([fake_v]), np.array([hub_v]), fakes_v, 0)
+    arcs(np.array([hub_u]), np.array([hub_v]), big, 0)
+    supplies = [np.zeros(p + r + 4, dtype=np.int64)]
+    supplies[0][hub_u], supplies[0][hub_v] = demand_v, -supply_u
+    base = p + r + 4
+    for side in sides:
+        (au, cu), (av, cv) = side.old_u, side.old_v
+        a, b = len(au), len(av)
+        own_fake_u, own_fake_v = base + a + b, base + a + b + 1
+        grid = np.indices((a, b))
+        arcs(base + grid[0], base + a + grid[1], big, side.cost(au, av))
+        if r:
+            grid = np.indices((a, r))
+            arcs(base + grid[0], p + grid[1], big, side.cost(au, nv))
+        if p:
+            grid = np.indices((p, b))
+            arcs(grid[0], base + a + grid[1], big, side.cost(nu, av))
+        arcs(base + np.arange(a), np.full(a, own_fake_v), big, 0)
+        arcs(np.array([own_fake_v]), np.array([fake_v]), side.fakes_v, 0)
+        arcs(np.array([fake_u]), np.array([own_fake_u]), side.fakes_u, 0)
+        arcs(np.full(b, own_fake_u), base + a + np.arange(b), big, 0)
+        supplies.append(np.concatenate([cu, -cv, [0, 0]]).astype(np.int64))
+        base += a + b + 2
+    flow = min_cost_flow.SimpleMinCostFlow()
     flow.add_arcs_with_capacity_and_unit_cost(
         np.concatenate(tails).astype(np.int32), np.concatenate(heads).astype(np.int32),
-        np.concatenate(caps).astype(np.int64), np.concatenate(units).astype(np.int64))
-    supplies = np.zeros(hub_v + 1, dtype=np.int64)
-    supplies[:a] = cu
-    supplies[a:a + b] = -cv
-    supplies[hub_u] = demand_v
-    supplies[hub_v] = -supply_u
-    flow.set_nodes_supplies(np.arange(hub_v + 1, dtype=np.int32), supplies)
+        np.concatenate(caps), np.concatenate(units))
+    flow.set_nodes_supplies(np.arange(base, dtype=np.int32), np.concatenate(supplies))
     if flow.solve() != flow.OPTIMAL:
         return None
     return int(flow.optimal_cost())
 
 
-def _nodes(key: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _nodes(key: np.ndarray, rows: np.ndarray) -> Nodes:
     """Distinct points among ``rows``: a representative row each and its count."""
     if not len(rows):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -207,13 +229,12 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
     """A lower bound on (b) over the releases of ``problem`` whose (a) is at most ``a_star``
     (pass A*, or any upper bound on it), by the argument of the module docstring; 0 for
     an extent that is not a separable perimeter. Past ``deadline``
-    (``time.perf_counter()`` seconds) the remaining pairs count 0."""
+    (``time.perf_counter()`` seconds) the remaining pairs of values count 0."""
     started = time.perf_counter()
     counts = ReleaseCounts.of(problem)
-    per_bucket = np.zeros(len(problem.signatures))
     separable = _separable(problem, extent)
     if separable is None or not len(problem.values):
-        return PairBound(0.0, per_bucket, separable is not None, time.perf_counter() - started)
+        return PairBound(0.0, {}, separable is not None, time.perf_counter() - started)
     numeric, chains = separable
     cf_max = max(math.floor(Fraction(a_star).limit_denominator(10**9)), 0)
     spare, _ = budget(problem, counts, cf_max)
@@ -221,42 +242,43 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
     _, key = np.unique(coordinates, axis=0, return_inverse=True)
     key = key.ravel()
     values, bucket = problem.values, problem.bucket
+    empty: Nodes = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     new_nodes = {int(v): _nodes(key, np.flatnonzero((bucket < 0) & (values == v)))
                  for v in np.unique(values[bucket < 0]).tolist()}
-    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     ratios: dict[int, list[float]] = {}
-    complete = True
-    for b, sigma in enumerate(problem.signatures):
-        old = counts.old_rows[b]
-        if not len(old):
-            continue
-        s = len(sigma)
+
+    def cost_of(s: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         if s not in ratios:
             ratios[s] = [float(_line_ratio(s))] * len(numeric) + [
                 _chain_ratio(chain, s) for chain in chains]
         ratio = ratios[s]
+        return lambda rows_a, rows_b: np.floor(
+            s * SCALE * _pair_cost(numeric, chains, ratio, rows_a, rows_b)).astype(np.int64)
 
-        def cost(rows_a: np.ndarray, rows_b: np.ndarray, ratio: list[float] = ratio
-                 ) -> np.ndarray:
-            return np.floor(_pair_cost(numeric, chains, ratio, rows_a, rows_b) * SCALE
-                            ).astype(np.int64)
-
+    sides: dict[tuple[int, int], list[_Side]] = {}
+    for b, sigma in enumerate(problem.signatures):
+        old = counts.old_rows[b]
+        if not len(old):
+            continue
+        cost = cost_of(len(sigma))
         members = {v: _nodes(key, old[values[old] == v]) for v in sorted(sigma)}
         fakes = {v: int(min(spare[b], len(old) - counts.k[b, v])) for v in sorted(sigma)}
-        total = 0
         for i, u in enumerate(sorted(sigma)):
             for v in sorted(sigma)[i + 1:]:
-                if time.perf_counter() > deadline:
-                    complete = False
-                    break
-                found = _flow(members[u], members[v], new_nodes.get(u, empty),
-                              new_nodes.get(v, empty), fakes[u], fakes[v], cost)
-                if found is None:
-                    complete = False
-                    continue
-                total += found
-        per_bucket[b] = s * total / SCALE
-    return PairBound(float(per_bucket.sum()), per_bucket, complete,
+                sides.setdefault((u, v), []).append(
+                    _Side(members[u], members[v], fakes[u], fakes[v], cost))
+    per_pair: dict[tuple[int, int], float] = {}
+    complete = True
+    for (u, v), parts in sides.items():
+        if time.perf_counter() > deadline:
+            complete = False
+            break
+        found = _flow(parts, new_nodes.get(u, empty), new_nodes.get(v, empty), cf_max, cf_max)
+        if found is None:  # no pairing: (a) <= a_star is impossible; claim nothing
+            complete = False
+            continue
+        per_pair[(u, v)] = found / SCALE
+    return PairBound(float(sum(per_pair.values())), per_pair, complete,
                      time.perf_counter() - started)
 
 

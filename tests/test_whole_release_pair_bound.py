@@ -29,7 +29,7 @@ def test_bound_never_exceeds_the_optimum_box(problem: WholeReleaseProblem) -> No
         return
     found = pair_bound(problem, None, optimum[0])
     assert found.bound <= optimum[1] + 1e-9
-    assert found.per_bucket.sum() == pytest.approx(found.bound)
+    assert sum(found.per_pair.values()) == pytest.approx(found.bound)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
