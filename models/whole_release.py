@@ -48,6 +48,7 @@ valid bound found (LP duality or the cycle-cover bound of :func:`whole_release_b
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
@@ -112,9 +113,6 @@ KEEP_SIGNATURES = True
 #: rest to the neighbourhoods. Measured on 20,000 Adult rows, 10 s, release 1: slot trades
 #: alone -12.0 % (m = 3), -9.2 % (m = 7); half the budget each -11.0 %, -7.4 %.
 SLOT_SHARE = 1.0
-#: Share of a large release's search budget for rebuilding buckets by sequential
-#: assignment first (:mod:`republish.models.whole_release_rebuild`).
-REBUILD_SHARE = 0.3
 #: Releases the model solves: at most this share of the budget polishes the start by slot
 #: trades, which stop after POLISH_PATIENCE assignments without a gain.
 POLISH_SHARE = 0.05
@@ -231,11 +229,17 @@ def _by_neighbourhoods(problem: WholeReleaseProblem, incumbent: _Candidate,
         if a_star is not None else 0.0
     deadline = started + time_limit * (1 - bound_share)
     now = time.perf_counter()
-    rebuilt = rebuild_buckets(problem, incumbent.groups, extent=measure,
-                              deadline=now + REBUILD_SHARE * (deadline - now))
-    now = time.perf_counter()
-    slots = trade_slots(problem, rebuilt.groups, deadline=now + SLOT_SHARE * (deadline - now),
+    slots = trade_slots(problem, incumbent.groups, deadline=now + SLOT_SHARE * (deadline - now),
                         seed=seed, extent=measure)
+    # the trades stop in a local optimum: the time left restarts the buckets from a fresh
+    # construction, kept where it beats the traded grouping, and trades again
+    rebuilt = rebuild_buckets(problem, slots.groups, extent=measure, deadline=deadline)
+    if rebuilt.rebuilt:
+        again = trade_slots(problem, rebuilt.groups, deadline=deadline, seed=seed + 1,
+                            extent=measure)
+        slots = dataclasses.replace(again, solved=slots.solved + again.solved,
+                                    improved=slots.improved + again.improved,
+                                    gain=slots.gain + rebuilt.gain + again.gain)
     search = improve_by_neighbourhoods(problem, slots.groups, deadline=deadline,
                                        seed=seed, extent=measure,
                                        keep_signatures=KEEP_SIGNATURES)

@@ -12,13 +12,18 @@ other value's rows are placed by one exact linear assignment (OR-Tools
 row (a counterfeit) at the group's extent so far. A bucket keeps the result only when it is
 valid (every group still holds an old row of ``b``) and cheaper.
 
-Every group keeps its signature and every bucket its rows and counterfeits, so (a) and the
-next release's buckets are unchanged, as with the slot trades of
-:mod:`republish.models.whole_release_slots`, which then polish the result. The slot trades
-re-assign values within windows of nearby groups and stop in a local optimum of the
-grouping they start from; the rebuild starts elsewhere: on 20,000 Adult rows (m = 3,
-release 2) it lowered the bucket of 2,400 old rows from 829.5 to 769.2 (after trades 750)
-and the largest bucket (7,100 rows) from 7,349 to 7,014. A matheuristic: it proves nothing.
+Every group keeps its signature and every bucket its rows and its counterfeits of each
+value (they may move between its groups), so (a) and the next release's buckets are
+unchanged, as with the slot trades of :mod:`republish.models.whole_release_slots`. The
+slot trades re-assign one value within windows of nearby groups and stop in a local
+optimum of the grouping they start from; the rebuild starts elsewhere, and
+:func:`republish.models.whole_release.solve_whole_release` runs it on large releases once
+the trades stall, then trades again. Measured on 20,000 Adult rows (m = 3, release 2,
+recorded in ``benchmarks/RESULTS.md``): after 10 s of the model,
+the rebuild (11 s) lowered (b) from 15,963 to 15,390 (6 of 14 buckets rebuilt; the bucket
+of 2,400 old rows 829.5 -> 769.2), trades then to 15,238. Within a 10 s or 60 s budget the
+trades had not stalled on these releases, so the rebuild did not run there. A
+matheuristic: it proves nothing.
 """
 
 from __future__ import annotations
