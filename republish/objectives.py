@@ -176,7 +176,7 @@ class ReleaseCost:
         grows with R), so that ``|σ| · extent' = |R| · extent``."""
         if self.name == "perimeter":
             return _Measure(self)
-        return lambda rows: len(rows) / max(signature_size(rows), 1) * self.extent(rows)
+        return _NcpMeasure(self, signature_size)
 
 
 class _Measure:
@@ -201,6 +201,21 @@ class _Measure:
 
     def joined(self, members: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return self.cost.joined(members, rows)
+
+
+class _NcpMeasure:
+    """NCP's extent as the model's ``Extent``: ``|R|/|σ| · extent(R)``. ``cost`` lets the
+    pair bound of :mod:`republish.models.whole_release_pair_bound` read the QIs; not
+    ``separable`` (the row bound's exact minima are for the perimeter)."""
+
+    separable = False
+
+    def __init__(self, cost: ReleaseCost, signature_size: Callable[[np.ndarray], int]) -> None:
+        self.cost = cost
+        self.signature_size = signature_size
+
+    def __call__(self, rows: np.ndarray) -> float:
+        return len(rows) / max(self.signature_size(rows), 1) * self.cost.extent(rows)
 
 
 def release_cost(release: Release, table: pd.DataFrame, name: CostName = "perimeter") -> float:

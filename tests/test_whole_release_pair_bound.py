@@ -19,6 +19,9 @@ from republish.models.whole_release import WholeReleaseProblem
 from republish.models.whole_release_pair_bound import _chain_ratio, _line_ratio, pair_bound
 from republish.models.whole_release_row_bound import _separable
 from republish.objectives import ReleaseCost
+from republish.schema import QIAttribute, Schema
+
+SCHEMA_BOX = Schema("id", "sa", (QIAttribute("x", "numeric"), QIAttribute("y", "numeric")))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -103,3 +106,29 @@ def test_a_bound_without_counterfeits_fails(monkeypatch: pytest.MonkeyPatch) -> 
                         lambda p, c, cf: (np.zeros_like(wrong_budget(p, c, cf)[0]), 0))
     wrong = pair_bound(problem, None, optimum[0])
     assert wrong.bound > optimum[1] + 1e-9
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(coarse_problems())
+def test_ncp_bound_never_exceeds_the_ncp_optimum(problem: WholeReleaseProblem) -> None:
+    """NCP counts real rows, not slots: the exhaustive optimum with group costs
+    ``|R|·extent`` (the reference's ``|σ|·extent`` scaled by ``|R|/|σ|``)."""
+    original = reference.valid_groups
+
+    def ncp_groups(p: WholeReleaseProblem) -> dict[int, list[tuple[int, int, float]]]:
+        return {i: [(mask, cf, cost * mask.bit_count() / (mask.bit_count() + cf))
+                    for mask, cf, cost in options]
+                for i, options in original(p).items()}
+
+    reference.valid_groups = ncp_groups
+    try:
+        optimum = brute_force(problem)
+    finally:
+        reference.valid_groups = original
+    if optimum is None:
+        return
+    cost = ReleaseCost(SCHEMA_BOX, problem.points, "ncp")
+    found = pair_bound(problem, cost.model_extent(lambda rows: 0), optimum[0])
+    assert found.bound <= optimum[1] + 1e-9
+    perimeter = pair_bound(problem, None, optimum[0])
+    assert found.bound == pytest.approx(perimeter.bound)  # the same arcs (docstring, 3.)
