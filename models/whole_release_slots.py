@@ -94,13 +94,13 @@ def _extents(measure: Extent, members: np.ndarray) -> np.ndarray:
     return np.array([float(measure(m[m >= 0])) for m in members], dtype=np.float64)
 
 
-def _assign(placed: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+def _assign(placed: np.ndarray, allowed: np.ndarray, scale: float = _SCALE) -> np.ndarray:
     """The row each group receives in a least-cost assignment over the allowed pairs
-    (the diagonal, the current placement, always is)."""
+    (the diagonal, the current placement, always is), costs in units of ``1/scale``."""
     solver = linear_sum_assignment.SimpleLinearSumAssignment()
     source, target = np.nonzero(allowed)
     solver.add_arcs_with_cost(source, target,
-                              np.rint(placed[source, target] * _SCALE).astype(np.int64))
+                              np.rint(placed[source, target] * scale).astype(np.int64))
     if solver.solve() != solver.OPTIMAL:
         return np.arange(len(placed))
     order = np.empty(len(placed), dtype=np.int64)
