@@ -268,6 +268,23 @@ def _by_neighbourhoods(problem: WholeReleaseProblem, incumbent: _Candidate,
     return answer
 
 
+def _pricing_problem(problem: WholeReleaseProblem, extent: Extent | None
+                     ) -> WholeReleaseProblem | None:
+    """``problem`` with points whose box extent is at most ``extent`` (the problem itself
+    for the box extent; the extent's ``box_points``, e.g. hierarchy leaf codes over their
+    span, for the perimeter of :mod:`republish.objectives`), or None when none is known:
+    then missing columns are neither priced nor bounded."""
+    if extent is None:
+        return problem
+    if isinstance(extent, BoxExtent):
+        return problem if np.array_equal(extent.points, problem.points) else \
+            dataclasses.replace(problem, points=extent.points)
+    points = getattr(extent, "box_points", None)
+    if points is None or np.shape(points) != np.shape(problem.points):
+        return None
+    return dataclasses.replace(problem, points=points)
+
+
 def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, workers: int = 1,
                         seed: int = 0, hint: Hint | WholeReleaseSolution | None = None,
                         max_columns: int = 200_000, extent: Extent | None = None
@@ -326,17 +343,20 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     incumbent = _polished(problem, incumbent, candidates, weight, measure,
                           deadline=time.perf_counter() + POLISH_SHARE * time_limit, seed=seed)
     fams = families(problem, counts, math.floor(incumbent.a))
+    # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
+    # points, which must bound the extent from below (equal for the box extent).
+    pricing = _pricing_problem(problem, extent)
+    box = pricing is not None
     if time_limit - (time.perf_counter() - started) > 0.005:
-        box_extent = extent is None or isinstance(extent, BoxExtent)
         parts, radius, detail = initial_columns(
-            problem, fams, counts.is_new, max_columns, deadline=started + 0.6 * time_limit,
-            partial_limit=PRICED_START_COLUMNS if box_extent else None)
-        if box_extent and len(problem.values) <= NEAREST_START_ROWS and \
+            pricing or problem, fams, counts.is_new, max_columns,
+            deadline=started + 0.6 * time_limit,
+            partial_limit=PRICED_START_COLUMNS if box else None)
+        if pricing is not None and len(problem.values) <= NEAREST_START_ROWS and \
                 not np.isposinf(radius).all():
-            parts += [nearest_columns(problem, family) for family in fams]
+            parts += [nearest_columns(pricing, family) for family in fams]
     else:
         parts, radius, detail = [], np.full(len(problem.values), -math.inf), "out of time"
-    box = extent is None or isinstance(extent, BoxExtent)
     if not box:  # a radius is a box extent: it says nothing of another extent
         radius = np.where(~np.isposinf(radius), -math.inf, radius)
     width = max([problem.m * 2 - 1, *counts.signature_size.tolist(),
@@ -352,7 +372,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         stage, scip_bound = "OPTIMAL", 0.0
     elif time_limit - (time.perf_counter() - started) > 0.005:
         result = stage2(columns, fams, radius, start, box,
-                         time_limit - (time.perf_counter() - started), seed, max_columns)
+                         time_limit - (time.perf_counter() - started), seed, max_columns,
+                         pricing=pricing)
         stage, scip_bound, detail = result.status, result.bound, f"{detail}; {result.note}"
         groups = [columns.members[c][columns.members[c] >= 0] for c in result.chosen]
         covered = np.zeros(len(problem.values), bool)

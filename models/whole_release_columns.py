@@ -165,7 +165,8 @@ class _Stage2:
 
 
 def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list[int],
-            box: bool, time_limit: float, seed: int, limit: int) -> _Stage2:
+            box: bool, time_limit: float, seed: int, limit: int,
+            pricing: WholeReleaseProblem | None = None) -> _Stage2:
     """Price-and-fix (module docstring), with column generation when columns are missing.
 
     After a complete pricing round with duals ``y``, give row ``i`` the least ``ρ_i <= 0`` of
@@ -178,7 +179,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     def left() -> float:
         return time_limit - (time.perf_counter() - started)
 
-    problem, n = columns.problem, len(columns.problem.values)
+    # priced on `pricing`'s points (a box extent at most the columns' extent)
+    problem, n = pricing or columns.problem, len(columns.problem.values)
     complete = bool(np.isposinf(radius).all())
     best, best_cost = list(start), float(columns.cost[start].sum())
     bound, relaxed, rounds, previous = -math.inf, None, 0, math.inf

@@ -147,6 +147,28 @@ class ReleaseCost:
                 lengths[..., j] = (covered - 1) / (leaves - 1) if leaves > 1 else 0.0
         return lengths
 
+    def box_points(self) -> np.ndarray | None:
+        """:attr:`points` with each hierarchy QI's leaf codes divided by ``leaves - 1``, so
+        that the box extent of any rows is at most their :meth:`extent`, or None when a
+        hierarchy's cells are not contiguous in leaf order. (A cell's leaves are consecutive
+        codes, so the lowest common ancestor of codes ``lo..hi`` covers ``>= hi - lo + 1``
+        leaves.) The whole-release model prices and bounds its missing columns with it."""
+        points = np.array(self.points, dtype=np.float64, copy=True)
+        for j, qi in enumerate(self.schema.qis):
+            if qi.kind != "hierarchy" or qi.hierarchy is None:
+                continue
+            hierarchy, leaves = qi.hierarchy, len(qi.hierarchy.leaves)
+            codes = np.arange(leaves)
+            for ids, sizes in zip(hierarchy.node_ids, hierarchy.node_sizes, strict=True):
+                low = np.full(int(ids.max(initial=0)) + 1, leaves)
+                high = np.full(len(low), -1)
+                np.minimum.at(low, ids, codes)
+                np.maximum.at(high, ids, codes)
+                if ((high - low + 1)[ids] != sizes).any():
+                    return None
+            points[:, j] = points[:, j] / max(leaves - 1, 1)
+        return points
+
     def batch(self, members: np.ndarray) -> np.ndarray:
         """:meth:`extent` of every row of ``members`` (``(C, k)`` row indices, ``-1`` =
         none), vectorized (the whole-release model's column enumeration calls this)."""
@@ -201,6 +223,11 @@ class _Measure:
 
     def joined(self, members: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return self.cost.joined(members, rows)
+
+    @property
+    def box_points(self) -> np.ndarray | None:
+        """Points whose box extent bounds this extent from below (None: none known)."""
+        return self.cost.box_points()
 
 
 class _NcpMeasure:

@@ -15,7 +15,7 @@ from test_whole_release_model import brute_force
 from test_whole_release_row_bound import SCHEMA, coarse_problems, hierarchy_problems
 
 import republish.models.whole_release_pair_bound as pair_module
-from republish.models.whole_release import WholeReleaseProblem
+from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
 from republish.models.whole_release_pair_bound import _chain_ratio, _line_ratio, pair_bound
 from republish.models.whole_release_row_bound import _separable
 from republish.objectives import ReleaseCost
@@ -132,3 +132,33 @@ def test_ncp_bound_never_exceeds_the_ncp_optimum(problem: WholeReleaseProblem) -
     assert found.bound <= optimum[1] + 1e-9
     perimeter = pair_bound(problem, None, optimum[0])
     assert found.bound == pytest.approx(perimeter.bound)  # the same arcs (docstring, 3.)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hierarchy_problems())
+def test_model_priced_on_box_points_matches_brute_force(
+        case: tuple[WholeReleaseProblem, ReleaseCost]) -> None:
+    """A hierarchy extent is priced and bounded through its box points (leaf codes over
+    their span, below the extent): with few columns enumerated at first, whatever the model
+    proves still equals the exhaustive optimum, and its bound never exceeds it."""
+    problem, cost = case
+    points = cost.box_points()
+    assert points is not None
+    rows = np.arange(len(problem.values))
+    for k in range(2, min(5, len(rows)) + 1):  # the box extent is below the extent
+        assert np.ptp(points[rows[:k]], axis=0).sum() <= cost.extent(rows[:k]) + 1e-12
+    original = reference.box
+    reference.box = lambda points, rows: cost.extent(np.asarray(rows, dtype=np.int64))
+    try:
+        optimum = brute_force(problem)
+    finally:
+        reference.box = original
+    if optimum is None:
+        return
+    extent = cost.model_extent(lambda rows: 0)
+    solution = solve_whole_release(problem, time_limit=10.0, extent=extent, max_columns=12)
+    assert solution.bound_b <= optimum[1] + 1e-6
+    if solution.status_a == "OPTIMAL":
+        assert solution.objective_a == optimum[0]
+    if solution.status_b == "OPTIMAL":
+        assert solution.objective_b == pytest.approx(optimum[1], abs=1e-6)
