@@ -35,9 +35,12 @@ the columns of reduced cost ``<= UB - D``, which contain every cheaper solution
 (Nemhauser & Wolsey, *Integer and Combinatorial Optimization*, 1988, §II.2).
 
 While all columns number at most ``max_columns`` they are enumerated. Past that, the
-smallest column families are enumerated whole and the others up to a box-extent radius; for
-the box extent, column generation then prices the missing columns exactly (enumeration
-pruned by reduced cost, :func:`republish.models.whole_release_bound.enumerate_columns`);
+smallest column families are enumerated whole and the others up to a box-extent radius;
+column generation then prices the missing columns by their box extent (enumeration pruned
+by reduced cost, :func:`republish.models.whole_release_bound.enumerate_columns`), exactly
+for the box extent and as a lower bound for any extent with ``box_points`` (the
+perimeter's hierarchy QIs: leaf codes over their span, :meth:`republish.objectives.
+ReleaseCost.box_points`), whose found columns are then kept by their true reduced cost;
 each complete pricing round gives a valid bound, and the reduced-cost fixing enumerates
 the columns of reduced cost ``<= UB - D`` the same way, so the answer can still be proven
 optimal. When even pricing has too many candidates, columns of a growing radius are priced

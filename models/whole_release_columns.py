@@ -132,15 +132,16 @@ def _scip(master: Master, keep: np.ndarray, start: list[int], time_limit: float,
 
 def _price(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray, theta: float,
            limit: int, radius: float = math.inf, rc_of: RcOf | None = None,
-           quick: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+           quick: bool = False, deadline: float = math.inf
+           ) -> tuple[np.ndarray, np.ndarray] | None:
     """Every column with ``|σ|·box extent - Σ pi <= theta`` (and box extent ``<= radius``),
     or with ``rc_of`` each anchor's best columns (:func:`price_by_anchors`); and per row
     the least reduced cost of the columns anchored at it over all families. None past
-    ``limit``."""
+    ``limit`` or ``deadline`` (``time.perf_counter()``)."""
     found, least = [], np.full(len(problem.values), math.inf)
     for family in fams:
         priced = price_by_anchors(problem, family, pi, max(theta, 0.0), limit=limit,
-                                  radius=radius, rc_of=rc_of, quick=quick)
+                                  radius=radius, rc_of=rc_of, quick=quick, deadline=deadline)
         if priced is None:
             return None
         found.append(priced[0])
@@ -175,6 +176,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     every solution, and one using a column of reduced cost ``rc >= 0`` costs ``>= D_g + rc``:
     the fixing enumerates the columns with ``rc <= UB - D_g``."""
     started = time.perf_counter()
+    end = started + time_limit
 
     def left() -> float:
         return time_limit - (time.perf_counter() - started)
@@ -211,7 +213,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             return reduced_costs(block, *columns.attributes(block), relaxed.y, relaxed.y_a)
 
         quick = None if last_round or since_exact >= EXACT_EVERY else _price(
-            problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of, quick=True)
+            problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of, quick=True, deadline=end)
         if quick is not None:  # heuristic pricing first: an exact round when it fails
             fresh = columns.canonical(quick[0][columns.missing(quick[0])])
             if len(fresh) and (rc_of(fresh) < -1e-9).any():
@@ -219,7 +221,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 rounds, since_exact = rounds + 1, since_exact + 1
                 continue
         since_exact = 0
-        result = _price(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of)
+        result = _price(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of, deadline=end)
         exact = result is not None
         while result is None or not exact:  # too many to price: a larger radius, no bound
             if result is not None:
@@ -230,7 +232,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 result = None
                 break
             reach = max(reach * 1.5, 1e-3 * scale)
-            result = _price(problem, fams, relaxed.pi, 0.0, limit, reach)
+            result = _price(problem, fams, relaxed.pi, 0.0, limit, reach, deadline=end)
             exact = False
             if result is None:
                 break
@@ -303,9 +305,10 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     duals, floor = fixing
     gap = best_cost - floor + tolerance  # no column with rc > gap is in a cheaper solution
     if not complete:
-        found_all = _price(problem, fams, duals.pi, gap, limit)
+        found_all = _price(problem, fams, duals.pi, gap, limit, deadline=end)
         if found_all is None:
-            return _Stage2("FEASIBLE", best, best_cost, bound, note + "; fixing too large")
+            return _Stage2("FEASIBLE", best, best_cost, bound, note + (
+                "; fixing out of time" if time.perf_counter() >= end else "; fixing too large"))
         columns.add(found_all[0])
         master = columns.master(radius)
     rc = reduced_costs(master.members, master.cost, master.a_coef, duals.y, duals.y_a)
