@@ -105,7 +105,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dataset", choices=["adult", "census"], default="adult",
                         help="census: synthetic_census with initial + releases*r rows")
-    parser.add_argument("--first-release", nargs="+", choices=["buckets", "compact"],
+    parser.add_argument("--first-release", nargs="+",
+                        choices=["buckets", "keep-buckets", "compact"],
                         default=["buckets"], help="first-release policies of the model runs")
     parser.add_argument("--csv", type=Path, default=None,
                         help="where the rows go (default: whole_release_<data>_<initial>.csv)")

@@ -327,7 +327,10 @@ def build_m_invariant(context: StepContext) -> Built:
             groups=tuple(np.split(item_rows[real][order], starts)),
             signatures=(), counterfeits=(), deferred=deferred_rows,
             objective_a=pipeline_a, objective_b=pipeline_b)
-        whole = solve_whole(problem, cost, hint, solve, context.deadline, context.model_seed())
+        first_buckets = np.full(len(table), -1, dtype=np.int64)
+        first_buckets[item_rows[real]] = item_buckets[real]
+        whole = solve_whole(problem, cost, hint, solve, context.deadline, context.model_seed(),
+                            first_buckets=(first_buckets, problem.signatures))
         if whole is not None:
             answer = whole[1]
             # the counts model's proof of (a) stands even when the whole model's does not

@@ -111,28 +111,55 @@ def _compact_start(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Groupi
         objective_a=0.0, objective_b=b)
 
 
+def _within_buckets(problem: WholeReleaseProblem, buckets: tuple[np.ndarray,
+                    Sequence[frozenset[int]]] | None) -> WholeReleaseProblem:
+    """A release without old rows under ``keep-buckets``: its rows held in the pipeline's
+    buckets (the paper's Assign, §4.2) as if they were old rows, so that the model regroups
+    them within those signatures instead of choosing its own."""
+    if buckets is None or (problem.bucket >= 0).any() or not (buckets[0] >= 0).any():
+        return problem
+    return dataclasses.replace(problem, bucket=buckets[0], signatures=tuple(buckets[1]))
+
+
 def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
-                solve: SolveOptions, deadline: Deadline, seed: int
+                solve: SolveOptions, deadline: Deadline, seed: int,
+                first_buckets: tuple[np.ndarray, Sequence[frozenset[int]]] | None = None
                 ) -> tuple[Grouping, WholeReleaseSolution] | None:
     """The model's release when it is lexicographically no worse than ``hint``, with its
-    solution (the statuses and bounds); None when no time is left."""
+    solution (the statuses and bounds); None when no time is left.
+
+    Under ``first_release="keep-buckets"`` a release without old rows keeps the pipeline's
+    buckets ``first_buckets`` (per row its bucket or -1, and the buckets' signatures); its
+    statuses and bounds are then those of the release among all partitions, not of the
+    restricted model: (a) left to the count model and the floor, (b) bounded by
+    :func:`lower_bound_b` of the whole problem."""
     seconds = deadline.left()
     if seconds < MIN_SECONDS:
         return None
     start = _compact_start(problem, cost, hint) if solve.first_release == "compact" else hint
+    model = _within_buckets(problem, first_buckets) \
+        if solve.first_release == "keep-buckets" else problem
     try:
         solution = solve_whole_release(
-            problem, time_limit=seconds, workers=solve.workers, seed=seed,
-            hint=(list(start.groups), start.deferred), extent=_extent(cost, problem))
+            model, time_limit=seconds, workers=solve.workers, seed=seed,
+            hint=(list(start.groups), start.deferred), extent=_extent(cost, model))
     except ParameterError:
         # The pipeline may fill a bucket's extra group with new rows and balancing
         # counterfeits, which the model counts as eligibility counterfeits (forbidden
         # with deferrals only): then the model starts from its own count plan.
         solution = solve_whole_release(
-            problem, time_limit=deadline.left(), workers=solve.workers, seed=seed,
-            extent=_extent(cost, problem))
+            model, time_limit=deadline.left(), workers=solve.workers, seed=seed,
+            extent=_extent(cost, model))
     if not solution.groups and len(problem.values):
         return None
+    if model is not problem:
+        grace = min(ROW_BOUND_GRACE, 0.1 * solve.time_limit)
+        bound_b = lower_bound_b(problem, _extent(cost, problem), solution.objective_a,
+                                deadline=time.perf_counter() + max(deadline.left(), grace))
+        solution = dataclasses.replace(
+            solution, status_a="FEASIBLE", bound_a=0.0, gap_a=None, status_b="FEASIBLE",
+            bound_b=bound_b, gap_b=None,
+            detail=f"{solution.detail}; within the paper's buckets (keep-buckets)")
     groups = tuple(np.asarray(g, dtype=np.int64) for g in solution.groups)
     slots = [len(s) for s in solution.group_signatures]
     grouping = Grouping(

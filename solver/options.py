@@ -48,7 +48,11 @@ class Deadline:
 
 
 #: Policies for the groups of a release without old rows (:attr:`SolveOptions.first_release`).
-FIRST_RELEASES = ("buckets", "compact")
+#: ``buckets``: the model starts from the paper's buckets and may choose any signatures
+#: where it runs on every row (an exact m-unique partition of a small table);
+#: ``keep-buckets``: the model regroups within the paper's buckets (few signatures, fewer
+#: counterfeits later); ``compact``: it starts from locality-first groups.
+FIRST_RELEASES = ("buckets", "keep-buckets", "compact")
 
 
 @dataclass(frozen=True)

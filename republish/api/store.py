@@ -280,8 +280,9 @@ class Store:
         ``"processes"``; or a Dask address ``"tcp://HOST:PORT"``); the release is the same.
         ``assign``: ``"paper"``
         (Algorithm Assign) or ``"reuse"`` (existing signatures first). ``first_release``
-        (``solver`` auto or exact): ``"buckets"`` (the paper's) or ``"compact"``
-        (locality-first groups for a release without old rows).
+        (``solver`` auto or exact), for a release without old rows: ``"buckets"`` (start
+        from the paper's; a small release is partitioned exactly), ``"keep-buckets"``
+        (regroup within the paper's buckets) or ``"compact"`` (locality-first groups).
         """
         warn_share = validate_share(warn_share)
         opened = self._store

@@ -215,8 +215,10 @@ def release(
     first_release: Annotated[
         str,
         typer.Option("--first-release", help="m-invariance with --solver auto|exact: the "
-                     "groups of a release without old rows: 'buckets' (the paper's steps, "
-                     "default) or 'compact' (locality first: far less generalization now, "
+                     "groups of a release without old rows: 'buckets' (start from the paper's "
+                     "steps; a small release is partitioned exactly, default), "
+                     "'keep-buckets' (regroup within the paper's buckets: fewer counterfeits "
+                     "later) or 'compact' (locality first: far less generalization now, "
                      "more counterfeits later; benchmarks/RESULTS.md)."),
     ] = "buckets",
     scheduler: Annotated[
