@@ -69,18 +69,24 @@ def hierarchy_problems(draw: st.DrawFn) -> tuple[WholeReleaseProblem, ReleaseCos
     return dataclasses.replace(problem, points=cost.points), cost
 
 
+def hierarchy_optimum(problem: WholeReleaseProblem, cost: ReleaseCost
+                      ) -> tuple[Fraction, float] | None:
+    """The exhaustive optimum with ``cost``'s extent in place of the reference's box."""
+    original = reference.box
+    reference.box = lambda points, rows: cost.extent(np.asarray(rows, dtype=np.int64))
+    try:
+        return brute_force(problem)
+    finally:
+        reference.box = original
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hierarchy_problems())
 def test_bound_never_exceeds_the_optimum_hierarchy(
         case: tuple[WholeReleaseProblem, ReleaseCost]) -> None:
     problem, cost = case
     extent = cost.model_extent(lambda rows: 0)
-    original = reference.box
-    reference.box = lambda points, rows: cost.extent(np.asarray(rows, dtype=np.int64))
-    try:
-        optimum = brute_force(problem)
-    finally:
-        reference.box = original
+    optimum = hierarchy_optimum(problem, cost)
     if optimum is None:
         return
     found = row_bound(problem, extent, optimum[0])
