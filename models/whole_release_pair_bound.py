@@ -71,6 +71,9 @@ __all__ = ["PairBound", "lower_bound_b", "pair_bound"]
 
 #: Integer units per unit of extent in the transportation problems (rounded down).
 SCALE = 10_000
+#: Arcs of one transportation problem above which it is skipped (counts 0): 20,000 Adult
+#: rows need at most ~0.9M (m = 3, 4; about 0.1 s each); a 200,000-row census far more.
+MAX_ARCS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -171,13 +174,18 @@ def _flow(sides: list[_Side], new_u: Nodes, new_v: Nodes, fakes_u: int, fakes_v:
     """Least integer cost of pairing, in every bucket of ``sides``, each old row of ``u``
     and of ``v`` with a partner of the other value: an old row of the bucket, a new row
     (each in one bucket at most), or a counterfeit (at most the bucket's and ``fakes_*``
-    over all buckets). None when no pairing exists."""
+    over all buckets). None when no pairing exists or the network has more than
+    MAX_ARCS arcs."""
     supply_u = sum(int(side.old_u[1].sum()) for side in sides)
     demand_v = sum(int(side.old_v[1].sum()) for side in sides)
     if not supply_u and not demand_v:
         return 0
     (nu, mu), (nv, mv) = new_u, new_v
     p, r = len(nu), len(nv)
+    arcs_needed = sum(len(side.old_u[0]) * (len(side.old_v[0]) + r) + p * len(side.old_v[0])
+                      for side in sides)
+    if arcs_needed > MAX_ARCS:  # too large to solve in a release's budget: claim nothing
+        return None
     # nodes: new u [0, p), new v [p, p+r), hub_u, hub_v, shared fake u, shared fake v,
     # then per bucket: old u, old v, its fake u, its fake v
     hub_u, hub_v, fake_u, fake_v = p + r, p + r + 1, p + r + 2, p + r + 3
