@@ -81,6 +81,7 @@ from republish.models.whole_release_problem import (
     WholeReleaseProblem,
     WholeReleaseSolution,
     _error,
+    as_matrix,
     group_signature,
     release_problems,
 )
@@ -164,15 +165,6 @@ def _check_hint(problem: WholeReleaseProblem, hint: Hint | WholeReleaseSolution
     if broken:
         raise _error("solve_whole_release", "hint", "a valid release", "; ".join(broken[:3]))
     return rows, late
-
-
-def as_matrix(groups: Sequence[np.ndarray]) -> np.ndarray:
-    """Groups as one ``(G, width)`` row-index matrix, ``-1`` pads (a batch of columns)."""
-    width = max((len(g) for g in groups), default=1)
-    matrix = np.full((len(groups), width), -1, dtype=np.int64)
-    for c, g in enumerate(groups):
-        matrix[c, :len(g)] = g
-    return matrix
 
 
 def _gap(status: str, objective: float, bound: float) -> float | None:

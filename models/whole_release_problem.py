@@ -15,7 +15,7 @@ import numpy as np
 
 from republish.errors import ParameterError
 
-__all__ = ["WholeReleaseProblem", "WholeReleaseSolution", "group_signature",
+__all__ = ["WholeReleaseProblem", "WholeReleaseSolution", "as_matrix", "group_signature",
            "release_problems"]
 
 
@@ -135,6 +135,15 @@ class WholeReleaseSolution:
     @property
     def deferrals(self) -> int:
         return len(self.deferred)
+
+
+def as_matrix(groups: Sequence[np.ndarray]) -> np.ndarray:
+    """Groups as one ``(G, width)`` row-index matrix, ``-1`` pads (a batch of columns)."""
+    width = max((len(g) for g in groups), default=1)
+    matrix = np.full((len(groups), width), -1, dtype=np.int64)
+    for c, g in enumerate(groups):
+        matrix[c, :len(g)] = g
+    return matrix
 
 
 def group_signature(problem: WholeReleaseProblem, rows: np.ndarray) -> frozenset[int]:

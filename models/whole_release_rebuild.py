@@ -36,7 +36,7 @@ import numpy as np
 
 from republish.models.whole_release_counts import BoxExtent, Extent
 from republish.models.whole_release_extent_tables import tabulated
-from republish.models.whole_release_problem import WholeReleaseProblem
+from republish.models.whole_release_problem import WholeReleaseProblem, as_matrix
 from republish.models.whole_release_slots import _assign, _extents, _joined
 
 __all__ = ["Rebuild", "rebuild_buckets"]
@@ -110,10 +110,7 @@ def rebuild_buckets(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], 
         sigma = sorted(problem.signatures[b])
         rows = np.concatenate([result[g] for g in mine])
         s = float(len(sigma))
-        members = np.full((len(mine), max(len(result[g]) for g in mine)), -1, np.int64)
-        for i, g in enumerate(mine):
-            members[i, :len(result[g])] = result[g]
-        before = s * float(_extents(measure, members).sum())
+        before = s * float(_extents(measure, as_matrix([result[g] for g in mine])).sum())
         tried += 1
         slots = _sequential(problem, measure, rows, sigma, len(mine), deadline)
         if slots is None:

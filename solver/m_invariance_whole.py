@@ -153,9 +153,7 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
     if not solution.groups and len(problem.values):
         return None
     if model is not problem:
-        grace = min(ROW_BOUND_GRACE, 0.1 * solve.time_limit)
-        bound_b = lower_bound_b(problem, _extent(cost, problem), solution.objective_a,
-                                deadline=time.perf_counter() + max(deadline.left(), grace))
+        bound_b = _bound_b(problem, cost, solve, deadline, solution.objective_a)
         solution = dataclasses.replace(
             solution, status_a="FEASIBLE", bound_a=0.0, gap_a=None, status_b="FEASIBLE",
             bound_b=bound_b, gap_b=None,
@@ -174,6 +172,15 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
     return grouping, solution
 
 
+def _bound_b(problem: WholeReleaseProblem, cost: ReleaseCost, solve: SolveOptions,
+             deadline: Deadline, objective_a: float) -> float:
+    """The row and pair bounds on (b) of the releases of (a) ``<= objective_a``, given
+    the time left or up to ROW_BOUND_GRACE seconds (at most a tenth of the budget)."""
+    grace = min(ROW_BOUND_GRACE, 0.1 * solve.time_limit)
+    return lower_bound_b(problem, _extent(cost, problem), objective_a, None,
+                         deadline=time.perf_counter() + max(deadline.left(), grace))
+
+
 def bound_only(problem: WholeReleaseProblem, cost: ReleaseCost, solve: SolveOptions,
                deadline: Deadline, seed: int, objective_a: float, proven_a: bool = False
                ) -> tuple[float, str, float] | None:
@@ -186,10 +193,7 @@ def bound_only(problem: WholeReleaseProblem, cost: ReleaseCost, solve: SolveOpti
     if len(problem.values) > BOUND_ROWS:
         return None
     if proven_a:  # A* is known: the row bound needs no model, and little time
-        grace = min(ROW_BOUND_GRACE, 0.1 * solve.time_limit)
-        found = lower_bound_b(problem, _extent(cost, problem), objective_a, None,
-                              deadline=time.perf_counter() + max(seconds, grace))
-        return objective_a, "OPTIMAL", found
+        return objective_a, "OPTIMAL", _bound_b(problem, cost, solve, deadline, objective_a)
     if seconds < MIN_SECONDS:
         return None
     bound = whole_release_bound(problem, extent=_extent(cost, problem), budget=objective_a,
