@@ -183,11 +183,17 @@ def trade_slots(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], *, d
         same_signature = row_code[rows][:, None] == group_code[chosen][None, :]
         same_bucket = (rest_bucket[None, :] < 0) | (rest_bucket[None, :] == row_bucket[:, None])
         allowed = (row_bucket[:, None] < 0) | (same_signature & same_bucket)
-        # a group with counterfeits whose only old row leaves would become all-new: its σ
-        # would be recomputed from its values, so only an old row may take that slot
+        # a group with counterfeits whose only old row leaves becomes all-new: its σ is
+        # then recomputed from its values (and its counterfeits need counterfeits_in_new_
+        # groups), so a new row may take that slot only where σ stays the same
         loses_bucket = (rest_bucket < 0) & (row_bucket >= 0) & (
             size[chosen] > (matrix[chosen] >= 0).sum(axis=1))
-        allowed &= ~((row_bucket[:, None] < 0) & loses_bucket[None, :])
+        newcomers = np.flatnonzero(row_bucket < 0)
+        for g in np.flatnonzero(loses_bucket).tolist() if len(newcomers) else []:
+            # every newcomer has value v: the all-new group's σ is the same for each
+            trial = np.append(rest[g][rest[g] >= 0], rows[newcomers[0]])
+            allowed[newcomers, g] = problem.counterfeits_in_new_groups and \
+                group_signature(problem, trial) == sigmas[chosen[g]]
         solved += 1
         idle += 1
         before = cost[chosen].sum()
