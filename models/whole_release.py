@@ -75,6 +75,7 @@ from republish.models.whole_release_bound import (
 )
 from republish.models.whole_release_columns import Columns, initial_columns, stage2
 from republish.models.whole_release_counts import realize_counts
+from republish.models.whole_release_extent_tables import box_point_lengths
 from republish.models.whole_release_pair_bound import lower_bound_b
 from republish.models.whole_release_pricing import nearest_columns
 from republish.models.whole_release_problem import (
@@ -277,7 +278,7 @@ def _pricing_problem(problem: WholeReleaseProblem, extent: Extent | None
     points = getattr(extent, "box_points", None)
     if points is None or np.shape(points) != np.shape(problem.points):
         return None
-    return dataclasses.replace(problem, points=points)
+    return dataclasses.replace(problem, points=points, box_lengths=box_point_lengths(extent))
 
 
 def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, workers: int = 1,

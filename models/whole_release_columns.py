@@ -132,7 +132,8 @@ def _scip(master: Master, keep: np.ndarray, start: list[int], time_limit: float,
 
 def _price(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray, theta: float,
            limit: int, radius: float = math.inf, rc_of: RcOf | None = None,
-           quick: bool = False, deadline: float = math.inf
+           quick: bool = False, deadline: float = math.inf,
+           anchors: np.ndarray | None = None, refine: bool = False
            ) -> tuple[np.ndarray, np.ndarray] | None:
     """Every column with ``|σ|·box extent - Σ pi <= theta`` (and box extent ``<= radius``),
     or with ``rc_of`` each anchor's best columns (:func:`price_by_anchors`); and per row
@@ -141,7 +142,8 @@ def _price(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray, the
     found, least = [], np.full(len(problem.values), math.inf)
     for family in fams:
         priced = price_by_anchors(problem, family, pi, max(theta, 0.0), limit=limit,
-                                  radius=radius, rc_of=rc_of, quick=quick, deadline=deadline)
+                                  radius=radius, rc_of=rc_of, quick=quick, deadline=deadline,
+                                  anchors=anchors, refine=refine)
         if priced is None:
             return None
         found.append(priced[0])
@@ -154,6 +156,12 @@ def _price(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray, the
 
 #: Heuristic pricing rounds at most between two exact ones (each exact round is a bound).
 EXACT_EVERY = 5
+#: Column generation's pricing stops at this share of stage 2's budget, so the incumbent
+#: searches and the reduced-cost fixing keep theirs.
+PRICING_SHARE = 0.5
+#: Exact rounds in a row that leave the LP bound unchanged before column generation stops
+#: (degenerate masters often need a few such rounds before the bound moves again).
+STALLED_ROUNDS = 3
 
 
 @dataclass
@@ -177,6 +185,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     the fixing enumerates the columns with ``rc <= UB - D_g``."""
     started = time.perf_counter()
     end = started + time_limit
+    price_end = started + PRICING_SHARE * time_limit  # the rest finds and proves incumbents
 
     def left() -> float:
         return time_limit - (time.perf_counter() - started)
@@ -185,7 +194,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     problem, n = pricing or columns.problem, len(columns.problem.values)
     complete = bool(np.isposinf(radius).all())
     best, best_cost = list(start), float(columns.cost[start].sum())
-    bound, relaxed, rounds, previous = -math.inf, None, 0, math.inf
+    bound, relaxed, rounds, previous, stalled = -math.inf, None, 0, math.inf, 0
     reach = float(radius[np.isfinite(radius)].max(initial=0.0))  # partial pricing's radius
     scale = float(np.ptp(problem.points, axis=0).sum()) if n else 0.0  # no box is larger
     fixing: tuple[Any, float] | None = None  # (relaxation whose duals fix, D_g)
@@ -213,7 +222,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             return reduced_costs(block, *columns.attributes(block), relaxed.y, relaxed.y_a)
 
         quick = None if last_round or since_exact >= EXACT_EVERY else _price(
-            problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of, quick=True, deadline=end)
+            problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of, quick=True,
+            deadline=price_end)
         if quick is not None:  # heuristic pricing first: an exact round when it fails
             fresh = columns.canonical(quick[0][columns.missing(quick[0])])
             if len(fresh) and (rc_of(fresh) < -1e-9).any():
@@ -221,7 +231,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 rounds, since_exact = rounds + 1, since_exact + 1
                 continue
         since_exact = 0
-        result = _price(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of, deadline=end)
+        result = _price(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
+                        deadline=price_end)
         exact = result is not None
         while result is None or not exact:  # too many to price: a larger radius, no bound
             if result is not None:
@@ -232,7 +243,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 result = None
                 break
             reach = max(reach * 1.5, 1e-3 * scale)
-            result = _price(problem, fams, relaxed.pi, 0.0, limit, reach, deadline=end)
+            result = _price(problem, fams, relaxed.pi, 0.0, limit, reach, deadline=price_end)
             exact = False
             if result is None:
                 break
@@ -247,12 +258,26 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             continue
         # disjoint columns have distinct anchors: a solution's reduced costs sum to at
         # least the anchors' least ones (price_by_anchors)
-        least = float(np.minimum(result[1], 0.0).sum())
+        per_anchor = np.minimum(result[1], 0.0)
+        unsure = np.flatnonzero(per_anchor < -1e-9)
+        if len(unsure) and (last_round or not (rc < -1e-9).any()):
+            # converged, or the last round: the anchors left with a floor are searched up
+            # to their least reduced cost (_best_of_anchor's refine), which may still find
+            # improving columns
+            sharper = _price(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
+                             deadline=price_end, anchors=unsure, refine=True)
+            if sharper is not None:
+                per_anchor[unsure] = np.maximum(per_anchor[unsure],
+                                                np.minimum(sharper[1][unsure], 0.0))
+                more = columns.canonical(sharper[0][columns.missing(sharper[0])])
+                priced, rc = np.vstack([priced, more]), np.concatenate([rc, rc_of(more)])
+        least = float(per_anchor.sum())
         if fixing is None or relaxed.bound + least > fixing[1]:
             fixing = (relaxed, relaxed.bound + least)
         bound = max(bound, relaxed.bound + least)
-        if last_round or -least <= 1e-6 * max(1.0, abs(bound)) or \
-                previous - relaxed.bound <= 1e-7 * max(1.0, abs(relaxed.bound)):
+        stalled = stalled + 1 if previous - relaxed.bound <= 1e-7 * max(
+            1.0, abs(relaxed.bound)) else 0
+        if last_round or -least <= 1e-6 * max(1.0, abs(bound)) or stalled >= STALLED_ROUNDS:
             break  # out of time, converged, or stalled on degenerate columns
         previous = relaxed.bound
         order = np.argsort(rc, kind="stable")[:max(2 * n, 2000)]
@@ -289,6 +314,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             pool = free[np.argsort(rc[free], kind="stable")[:size]]
             keep = np.union1d(np.union1d(fixed, pool), free[xs[free] > 1e-9])
             keep = np.union1d(keep, _cheapest_per_row(master.members[free], rc[free], free, 20))
+            if attempt == "restricted":  # the incumbent too: the hint is then a solution
+                keep = np.union1d(keep, best)
             keep = keep.astype(np.int64)
             portion = 0.25 if attempt == "dive" else 0.6
             _, found_cols, value, _ = _scip(master, keep, best, portion * left(), seed)

@@ -265,6 +265,11 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
         ok = spread <= radius
         if pi is not None:
             sigma = family.signature or np.maximum(problem.m, new_size)
+            if problem.box_lengths is not None and len(new_size):  # exact, >= the widths
+                some = new_size[:, None] > 0
+                spread = np.where(new_size > 0, problem.box_lengths(
+                    np.where(some, new_low, 0.0), np.where(some, new_high, 0.0)).sum(axis=1),
+                    0.0)
             ok &= sigma * spread - new_paid - gain[t + 1, family.hi - new_size] <= theta + 1e-9
         if family.need_old:
             ok &= new_old | old_later[t]

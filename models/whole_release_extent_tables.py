@@ -14,12 +14,14 @@ new measure: it changes no objective.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from republish.models.whole_release_counts import BoxExtent, Extent
 from republish.objectives import ReleaseCost, member_boxes
 
-__all__ = ["TabulatedExtent", "tabulated", "unit_points"]
+__all__ = ["TabulatedExtent", "box_point_lengths", "tabulated", "unit_points"]
 
 #: A hierarchy with more leaves than this keeps the cost's own computation (the table
 #: holds ``leaves²`` floats).
@@ -116,3 +118,28 @@ def unit_points(points: np.ndarray, measure: Extent) -> np.ndarray:
         return points
     scale = np.array([1.0 if t is None else max(len(t) - 1, 1) for t in tables])
     return np.asarray(points, dtype=np.float64) / scale
+
+
+def box_point_lengths(measure: Extent
+                      ) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """The exact lengths per QI of boxes given in ``measure``'s box points (hierarchy leaf
+    codes over ``leaves - 1``, :meth:`republish.objectives.ReleaseCost.box_points`), or None
+    when ``measure`` is not a tabulated perimeter. Pricing on box points prunes by these:
+    a hierarchy QI's extent (leaves under the common ancestor) is often several times the
+    width of its leaf codes, and the width alone let tens of thousands of partial columns
+    through that no reduced cost could keep."""
+    table_measure = tabulated(measure)
+    if not isinstance(table_measure, TabulatedExtent) or not table_measure.coded:
+        return None
+    scale = np.array([1.0 if t is None else float(max(len(t) - 1, 1))
+                      for t in table_measure.tables])
+
+    def lengths(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        coded_low = np.asarray(low, dtype=np.float64).copy()
+        coded_high = np.asarray(high, dtype=np.float64).copy()
+        for q in table_measure.coded:
+            coded_low[..., q] = np.rint(coded_low[..., q] * scale[q])
+            coded_high[..., q] = np.rint(coded_high[..., q] * scale[q])
+        return table_measure.lengths(coded_low, coded_high)
+
+    return lengths

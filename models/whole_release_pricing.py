@@ -77,17 +77,20 @@ def _greedy_columns(problem: WholeReleaseProblem, family: Family, a: int, near: 
 
 def _best_of_anchor(problem: WholeReleaseProblem, sub: Family, a: int, near: np.ndarray,
                     pool_of: np.ndarray, pi: np.ndarray, theta: float, radius: float,
-                    limit: int, deadline: float, rc_of: RcOf, quick: bool = False
-                    ) -> tuple[np.ndarray, float] | None:
+                    limit: int, deadline: float, rc_of: RcOf, quick: bool = False,
+                    refine: bool = False) -> tuple[np.ndarray, float] | None:
     """The columns anchored at ``a`` of least reduced cost, and a lower bound on their
     reduced cost (exact when columns are returned).
 
     ``F(c)``, the columns with ``|σ|·ext - Σ pi <= c``, holds every column of reduced cost
     ``<= c`` (that quantity never exceeds the reduced cost); the search starts at ``c`` =
-    ``min(theta, rc of a greedy column)`` and bisects towards ``floor`` (no column is below
-    it: ``-pi_a`` minus the best other prices) while ``F(c)`` is too large. An empty
-    ``F(c)`` proves every reduced cost ``> c``. ``quick``: one try at ``QUICK_LIMIT``
-    columns, else the greedy columns; the bound is then ``-inf`` (nothing proven)."""
+    ``min(theta, rc of a greedy column)`` and bisects between the largest ``c`` proven
+    below every reduced cost (first ``floor``: ``-pi_a`` minus the best other prices) and
+    the least ``c`` whose ``F(c)`` was too large. An ``F(c)`` without a column of reduced
+    cost ``<= c`` proves every reduced cost ``> c``; without ``refine`` the search ends
+    there (column generation only needs the columns; the bound is refined once it has
+    converged). ``quick``: one try at ``QUICK_LIMIT`` columns, else the greedy columns;
+    the bound is then ``-inf`` (nothing proven)."""
     cutoff = min(theta, _greedy_reduced_cost(problem, sub, a, near, pool_of, rc_of))
     others = np.sort(np.maximum(pi[near], 0.0))[::-1][:sub.hi - 1]
     floor = -float(pi[a]) - float(others.sum()) - TOLERANCE
@@ -102,27 +105,32 @@ def _best_of_anchor(problem: WholeReleaseProblem, sub: Family, a: int, near: np.
         rc = rc_of(columns)
         keep = np.argsort(rc, kind="stable")[:QUICK_KEEP]
         return columns[keep[rc[keep] < 0]], -math.inf
+    low, high, c = floor, cutoff, cutoff  # no reduced cost <= low; F(high) too large
     for _ in range(BISECTIONS):
         columns = enumerate_columns(problem, sub, limit=limit, radius=radius, pi=pi,
-                                    theta=cutoff, deadline=deadline, first_forced=True)
+                                    theta=c, deadline=deadline, first_forced=True)
         if time.perf_counter() > deadline:
             return None
-        if columns is not None and len(columns) == 0:
-            return columns, cutoff  # every reduced cost > cutoff
-        if columns is not None:
-            rc = rc_of(columns)
-            kept = rc <= cutoff + TOLERANCE * max(1.0, abs(cutoff))
-            if kept.any():
-                return columns[kept], float(rc.min())
-            return columns[:0], cutoff
-        cutoff, floor = (floor + cutoff) / 2, floor  # too many: search lower
-    return np.zeros((0, sub.hi), dtype=np.int64), floor
+        if columns is None:
+            high = c
+        else:
+            if len(columns):
+                rc = rc_of(columns)
+                kept = rc <= c + TOLERANCE * max(1.0, abs(c))
+                if kept.any():  # F(c) holds every column of reduced cost <= c
+                    return columns[kept], float(rc.min())
+            if c >= cutoff or not refine:
+                return columns[:0], c  # every reduced cost > c
+            low = c  # every reduced cost > c: search higher
+        c = (low + high) / 2
+    return np.zeros((0, sub.hi), dtype=np.int64), low
 
 
 def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarray,
                      theta: float, *, limit: int, radius: float = math.inf,
                      deadline: float = math.inf, rc_of: RcOf | None = None,
-                     quick: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+                     quick: bool = False, anchors: np.ndarray | None = None,
+                     refine: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
     """The columns of ``family`` with ``|σ|·ext - Σ pi <= theta`` and box extent ``<=
     radius``, as ``(C, hi)`` row indices (``-1`` pads), and per row the least reduced cost
     of the columns anchored at it (``inf``: none found); None past ``limit`` columns or
@@ -132,7 +140,9 @@ def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarra
     each anchor only keeps columns no worse than ``min(theta, rc(a greedy column))``: its
     best columns, found exactly (column generation needs no more), far fewer when a price
     is large. Without it, every column under ``theta``. ``quick`` (with ``rc_of``): a few
-    good columns per anchor, no bound (heuristic pricing, tried before an exact round)."""
+    good columns per anchor, no bound (heuristic pricing, tried before an exact round).
+    ``anchors``: price only the columns anchored at these rows (the others' ``least``
+    stays ``inf``); ``refine``: see :func:`_best_of_anchor`."""
     if theta < 0:
         raise ValueError(f"theta must be >= 0, got {theta}")
     least = np.full(len(problem.values), math.inf)
@@ -149,9 +159,12 @@ def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarra
     points = problem.points
     found: list[np.ndarray] = []
     total = 0
+    wanted = None if anchors is None else set(np.asarray(anchors).tolist())
     for a in order.tolist():
         if pi[a] < -theta / lo - TOLERANCE:
             break  # prices only fall from here
+        if wanted is not None and a not in wanted:
+            continue
         if time.perf_counter() > deadline:
             return None
         reach = min(max(float(pi[a]), 0.0) + theta / lo, radius) + TOLERANCE
@@ -170,7 +183,7 @@ def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarra
         else:
             best = _best_of_anchor(problem, sub, a, near, pool_of, pi, theta, radius,
                                    min(limit - total, ANCHOR_LIMIT), deadline, rc_of,
-                                   quick)
+                                   quick, refine)
             if best is None:
                 return None
             columns, least[a] = best

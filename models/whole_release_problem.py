@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,11 @@ class WholeReleaseProblem:
     deferral_weight: float = 1.0
     counterfeits_in_new_groups: bool = True
     padding_order: tuple[int, ...] = ()
+    #: A pricing problem's exact extent per QI of boxes ``low..high`` in ``points`` (shape
+    #: ``(..., d)``), at least their widths and monotone under inclusion: column enumeration
+    #: prunes by it (None: the widths, the box extent).
+    box_lengths: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = field(
+        default=None, repr=False)
 
     def __post_init__(self) -> None:
         owner = "WholeReleaseProblem"

@@ -16,7 +16,12 @@ from test_whole_release_slots import assert_no_improving_swap, random_release
 
 from republish.models.whole_release import WholeReleaseProblem, group_signature, release_problems
 from republish.models.whole_release_counts import BoxExtent
-from republish.models.whole_release_extent_tables import TabulatedExtent, tabulated, unit_points
+from republish.models.whole_release_extent_tables import (
+    TabulatedExtent,
+    box_point_lengths,
+    tabulated,
+    unit_points,
+)
 from republish.models.whole_release_slots import trade_slots
 from republish.objectives import ReleaseCost
 from republish.schema import Hierarchy, QIAttribute, Schema
@@ -61,6 +66,26 @@ def test_tabulated_extent_equals_the_costs_extent(seed: int, rows: int, k: int) 
     assert np.array_equal(table.pairwise(picked, picked), cost.pairwise(picked, picked))
     for member in members:
         assert table(member[member >= 0]) == cost.extent(member[member >= 0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), rows=st.integers(1, 12))
+def test_box_point_lengths_are_the_costs_lengths_of_the_same_rows(seed: int, rows: int) -> None:
+    """Pricing prunes by these on box points (leaf codes over ``leaves - 1``): they are the
+    cost's own lengths of the rows' box, at least the box points' widths."""
+    rng = np.random.default_rng(seed)
+    codes = np.column_stack([rng.integers(0, 30, rows), rng.integers(0, 5, rows)]).astype(float)
+    cost = ReleaseCost.of(SCHEMA, codes)
+    points = cost.box_points()
+    lengths = box_point_lengths(cost.model_extent(lambda r: 0))
+    assert points is not None and lengths is not None
+    for _ in range(5):
+        chosen = rng.choice(rows, size=rng.integers(1, rows + 1), replace=False)
+        on_box = lengths(points[chosen].min(axis=0), points[chosen].max(axis=0))
+        own = cost.lengths(cost.points[chosen].min(axis=0), cost.points[chosen].max(axis=0))
+        assert np.allclose(on_box, own)
+        assert (on_box >= np.ptp(points[chosen], axis=0) - 1e-12).all()
+    assert box_point_lengths(BoxExtent(cost.points)) is None
 
 
 def test_other_measures_are_not_tabulated() -> None:

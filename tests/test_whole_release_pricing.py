@@ -3,14 +3,17 @@ brute-force enumeration of every column of a family."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from republish.models import whole_release_pricing as pricing_module
 from republish.models.whole_release import WholeReleaseProblem
 from republish.models.whole_release_counts import Family, ReleaseCounts, families
 from republish.models.whole_release_pricing import nearest_columns, price_by_anchors
@@ -31,10 +34,25 @@ def all_columns(problem: WholeReleaseProblem, family: Family) -> list[tuple[int,
 
 def estimate(problem: WholeReleaseProblem, family: Family, rows: tuple[int, ...],
              pi: np.ndarray) -> float:
-    """``|σ|·box extent - Σ pi``, the quantity the pricer tests."""
+    """``|σ|·extent - Σ pi``, the quantity the pricer tests (the extent: the problem's
+    ``box_lengths`` of the rows' box, else its widths)."""
     points = problem.points[list(rows)]
     sigma = family.signature or max(problem.m, len(rows))
-    return float(sigma * np.ptp(points, axis=0).sum() - pi[list(rows)].sum())
+    low, high = points.min(axis=0), points.max(axis=0)
+    extent = (high - low).sum() if problem.box_lengths is None else \
+        problem.box_lengths(low, high).sum()
+    return float(sigma * extent - pi[list(rows)].sum())
+
+
+def tree_lengths(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """The first coordinate (codes 0..6 over 6) measured by a two-level tree: cells 0-2 and
+    3-6 under a root; at least the width and monotone under inclusion, as a hierarchy."""
+    lengths = np.array(high, dtype=np.float64) - np.asarray(low, dtype=np.float64)
+    lo, hi = np.rint(np.asarray(low)[..., 0] * 6), np.rint(np.asarray(high)[..., 0] * 6)
+    same = ((hi <= 2) | (lo >= 3))
+    lengths[..., 0] = np.where(lo == hi, 0.0, np.where(same, np.where(hi <= 2, 2 / 6, 3 / 6),
+                                                        1.0))
+    return lengths
 
 
 @st.composite
@@ -57,6 +75,8 @@ def priced_families(draw: st.DrawFn) -> tuple[WholeReleaseProblem, Family, np.nd
     family = fams[draw(st.integers(0, len(fams) - 1))]
     pi = np.array([draw(st.integers(-4, 12)) / 4 for _ in range(n)])
     theta = draw(st.sampled_from([0.0, 0.5, 2.0]))
+    if draw(st.booleans()):  # a pricing problem whose first QI is a hierarchy
+        problem = dataclasses.replace(problem, box_lengths=tree_lengths)
     return problem, family, pi, theta
 
 
@@ -104,6 +124,45 @@ def test_best_mode_gives_each_anchors_least_reduced_cost(case: tuple) -> None:
     # the bound of a partition: disjoint columns have distinct anchors
     assert float(np.minimum(least, 0).sum()) <= sum(min(b, 0) for b in per_anchor.values()
                                                     ) + 1e-9
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(priced_families(), st.integers(1, 4))
+def test_refined_anchor_bounds_stay_valid_and_never_fall(case: tuple, limit: int) -> None:
+    """With a tiny enumeration limit per anchor, most anchors end on a bound, not their
+    columns: the refined search (bisecting up from the proven floor) still never exceeds
+    any anchor's least reduced cost, is never below the unrefined one, and where it
+    returns columns their least reduced cost is the anchor's."""
+    problem, family, pi, _ = case
+
+    def rc_of(block: np.ndarray) -> np.ndarray:
+        return np.array([estimate(problem, family, tuple(int(i) for i in row if i >= 0), pi)
+                         for row in block])
+
+    with mock.patch.object(pricing_module, "ANCHOR_LIMIT", limit):
+        plain = price_by_anchors(problem, family, pi, 0.0, limit=10**6, rc_of=rc_of)
+        refined = price_by_anchors(problem, family, pi, 0.0, limit=10**6, rc_of=rc_of,
+                                   refine=True)
+    assert plain is not None and refined is not None
+    order = sorted(range(len(pi)), key=lambda i: (-pi[i], i))
+    rank = {row: position for position, row in enumerate(order)}
+    per_anchor: dict[int, float] = {}
+    for column in all_columns(problem, family):
+        anchor = min(column, key=lambda i: rank[i])
+        per_anchor[anchor] = min(per_anchor.get(anchor, math.inf),
+                                 estimate(problem, family, column, pi))
+    for anchor, best in per_anchor.items():
+        assert min(refined[1][anchor], 0.0) <= best + 1e-9
+        assert min(refined[1][anchor], 0.0) >= min(plain[1][anchor], 0.0) - 1e-9
+    returned: dict[int, float] = {}
+    for row in refined[0]:
+        rows = tuple(int(i) for i in row if i >= 0)
+        anchor = min(rows, key=lambda i: rank[i])
+        returned[anchor] = min(returned.get(anchor, math.inf), estimate(problem, family, rows,
+                                                                        pi))
+    for anchor, best in returned.items():
+        assert best == pytest.approx(per_anchor[anchor])
+        assert refined[1][anchor] == pytest.approx(best)
 
 
 def test_nearest_columns_cover_every_row_with_a_valid_column() -> None:
