@@ -34,7 +34,7 @@ from republish.models.whole_release_counts import (
     enumerate_columns,
 )
 from republish.models.whole_release_master import IncrementalMaster
-from republish.models.whole_release_pricing import RcOf, price_by_anchors
+from republish.models.whole_release_pricing import price_families
 
 
 class Columns:
@@ -130,30 +130,6 @@ def _scip(master: Master, keep: np.ndarray, start: list[int], time_limit: float,
     return status, picked, float(solver.objective_value), float(solver.best_objective_bound)
 
 
-def _price(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray, theta: float,
-           limit: int, radius: float = math.inf, rc_of: RcOf | None = None,
-           quick: bool = False, deadline: float = math.inf,
-           anchors: np.ndarray | None = None, refine: bool = False
-           ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Every column with ``|σ|·box extent - Σ pi <= theta`` (and box extent ``<= radius``),
-    or with ``rc_of`` each anchor's best columns (:func:`price_by_anchors`); and per row
-    the least reduced cost of the columns anchored at it over all families. None past
-    ``limit`` or ``deadline`` (``time.perf_counter()``)."""
-    found, least = [], np.full(len(problem.values), math.inf)
-    for family in fams:
-        priced = price_by_anchors(problem, family, pi, max(theta, 0.0), limit=limit,
-                                  radius=radius, rc_of=rc_of, quick=quick, deadline=deadline,
-                                  anchors=anchors, refine=refine)
-        if priced is None:
-            return None
-        found.append(priced[0])
-        least = np.minimum(least, priced[1])
-    width = max((c.shape[1] for c in found), default=1)
-    block = np.vstack([np.hstack([c, np.full((len(c), width - c.shape[1]), -1)])
-                       for c in found]) if found else np.zeros((0, 1), np.int64)
-    return block, least
-
-
 #: Heuristic pricing rounds at most between two exact ones (each exact round is a bound).
 EXACT_EVERY = 5
 #: Column generation's pricing stops at this share of stage 2's budget, so the incumbent
@@ -221,7 +197,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             block = columns.canonical(block)
             return reduced_costs(block, *columns.attributes(block), relaxed.y, relaxed.y_a)
 
-        quick = None if last_round or since_exact >= EXACT_EVERY else _price(
+        quick = None if last_round or since_exact >= EXACT_EVERY else price_families(
             problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of, quick=True,
             deadline=price_end)
         if quick is not None:  # heuristic pricing first: an exact round when it fails
@@ -231,7 +207,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 rounds, since_exact = rounds + 1, since_exact + 1
                 continue
         since_exact = 0
-        result = _price(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
+        result = price_families(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
                         deadline=price_end)
         exact = result is not None
         while result is None or not exact:  # too many to price: a larger radius, no bound
@@ -243,7 +219,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 result = None
                 break
             reach = max(reach * 1.5, 1e-3 * scale)
-            result = _price(problem, fams, relaxed.pi, 0.0, limit, reach, deadline=price_end)
+            result = price_families(problem, fams, relaxed.pi, 0.0, limit, reach,
+                                    deadline=price_end)
             exact = False
             if result is None:
                 break
@@ -264,7 +241,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             # converged, or the last round: the anchors left with a floor are searched up
             # to their least reduced cost (_best_of_anchor's refine), which may still find
             # improving columns
-            sharper = _price(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
+            sharper = price_families(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
                              deadline=price_end, anchors=unsure, refine=True)
             if sharper is not None:
                 per_anchor[unsure] = np.maximum(per_anchor[unsure],
@@ -332,7 +309,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     duals, floor = fixing
     gap = best_cost - floor + tolerance  # no column with rc > gap is in a cheaper solution
     if not complete:
-        found_all = _price(problem, fams, duals.pi, gap, limit, deadline=end)
+        found_all = price_families(problem, fams, duals.pi, gap, limit, deadline=end)
         if found_all is None:
             return _Stage2("FEASIBLE", best, best_cost, bound, note + (
                 "; fixing out of time" if time.perf_counter() >= end else "; fixing too large"))

@@ -35,7 +35,7 @@ from republish.models.whole_release_counts import Family, enumerate_columns
 if TYPE_CHECKING:
     from republish.models.whole_release import WholeReleaseProblem
 
-__all__ = ["price_by_anchors"]
+__all__ = ["RcOf", "nearest_columns", "price_by_anchors", "price_families"]
 
 #: Slack on the radius test (the duals come from a floating-point LP).
 TOLERANCE = 1e-9
@@ -191,6 +191,29 @@ def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarra
             found.append(columns)
             total += len(columns)
     block = np.vstack(found) if found else np.zeros((0, family.hi), dtype=np.int64)
+    return block, least
+
+
+def price_families(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray,
+                   theta: float, limit: int, radius: float = math.inf,
+                   rc_of: RcOf | None = None, quick: bool = False,
+                   deadline: float = math.inf, anchors: np.ndarray | None = None,
+                   refine: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`price_by_anchors` over every family of ``fams``: the columns found (one
+    block, ``-1`` pads) and per row the least reduced cost of the columns anchored at it
+    over all families. None past ``limit`` or ``deadline`` (``time.perf_counter()``)."""
+    found, least = [], np.full(len(problem.values), math.inf)
+    for family in fams:
+        priced = price_by_anchors(problem, family, pi, max(theta, 0.0), limit=limit,
+                                  radius=radius, rc_of=rc_of, quick=quick, deadline=deadline,
+                                  anchors=anchors, refine=refine)
+        if priced is None:
+            return None
+        found.append(priced[0])
+        least = np.minimum(least, priced[1])
+    width = max((c.shape[1] for c in found), default=1)
+    block = np.vstack([np.hstack([c, np.full((len(c), width - c.shape[1]), -1)])
+                       for c in found]) if found else np.zeros((0, 1), np.int64)
     return block, least
 
 
