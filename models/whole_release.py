@@ -75,7 +75,7 @@ from republish.models.whole_release_bound import (
 )
 from republish.models.whole_release_columns import Columns, initial_columns, stage2
 from republish.models.whole_release_counts import realize_counts
-from republish.models.whole_release_extent_tables import box_point_lengths
+from republish.models.whole_release_extent_tables import box_point_lengths, tabulated
 from republish.models.whole_release_pair_bound import lower_bound_b
 from republish.models.whole_release_pricing import nearest_columns
 from republish.models.whole_release_problem import (
@@ -359,7 +359,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
                  *(len(g) for c in candidates for g in c.groups)])
     rhs = int(incumbent.a * weight.denominator) - (weight.numerator * int(counts.is_new.sum())
                                                    if problem.allow_deferrals else 0)
-    columns = Columns(problem, counts, measure, weight, rhs, width)
+    # the same numbers as `measure`, hierarchy QIs read from tables (pricing costs columns)
+    columns = Columns(problem, counts, tabulated(measure), weight, rhs, width)
     for part in parts:
         columns.add(part)
     start = columns.add(as_matrix(incumbent.groups)).tolist() if incumbent.groups else []
