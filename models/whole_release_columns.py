@@ -309,7 +309,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     duals, floor = fixing
     gap = best_cost - floor + tolerance  # no column with rc > gap is in a cheaper solution
     if not complete:
-        found_all = price_families(problem, fams, duals.pi, gap, limit, deadline=end)
+        found_all = price_families(problem, fams, duals.pi, gap, limit, deadline=end,
+                                   refine=True)
         if found_all is None:
             return _Stage2("FEASIBLE", best, best_cost, bound, note + (
                 "; fixing out of time" if time.perf_counter() >= end else "; fixing too large"))

@@ -220,15 +220,17 @@ def count_columns(family: Family, is_new: np.ndarray) -> int:
 def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: int,
                       radius: float = math.inf, pi: np.ndarray | None = None,
                       theta: float = math.inf, deadline: float = math.inf,
-                      first_forced: bool = False) -> np.ndarray | None:
+                      first_forced: bool = False, tight: bool = False) -> np.ndarray | None:
     """The columns of ``family`` (``(C, hi)`` row indices, ``-1`` pads) of box extent
     ``<= radius`` and, given row prices ``pi``, with ``|σ|·box extent - Σ_{i∈R} pi_i <=
     theta``; ``None`` when more than ``limit`` partial columns arise.
 
     Built one pool at a time; a partial column ``P`` is dropped when no completion can pass:
     its box only grows, and the rows still to come add at most the ``hi - |P|`` largest
-    per-pool maxima of ``max(pi, 0)``. ``None`` too once ``time.perf_counter()`` passes
-    ``deadline``. ``first_forced``: every column holds a row of the first pool."""
+    per-pool maxima of ``max(pi, 0)`` (with ``tight``, at most what :func:`_tight_gain`
+    allows, which also charges each row for the extent it adds). ``None`` too once
+    ``time.perf_counter()`` passes ``deadline``. ``first_forced``: every column holds a row
+    of the first pool."""
     pools = [p for p in family.pools if len(p)]
     points, old_row = problem.points, problem.bucket >= 0
     old_later = np.append(np.cumsum([old_row[p].any() for p in pools][::-1])[::-1][1:], 0) > 0
@@ -270,7 +272,15 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
                 spread = np.where(new_size > 0, problem.box_lengths(
                     np.where(some, new_low, 0.0), np.where(some, new_high, 0.0)).sum(axis=1),
                     0.0)
-            ok &= sigma * spread - new_paid - gain[t + 1, family.hi - new_size] <= theta + 1e-9
+            future = gain[t + 1, family.hi - new_size]
+            if tight and first_forced and t + 1 < len(pools):
+                # only where the loose test passes: the tight one costs a row per candidate
+                loose = ok & (sigma * spread - new_paid - future <= theta + 1e-9)
+                future = future.copy()
+                future[loose] = np.minimum(future[loose], _tight_gain(
+                    problem, family, pools[t + 1:], pi, new_low[loose], new_high[loose],
+                    spread[loose], new_size[loose]))
+            ok &= sigma * spread - new_paid - future <= theta + 1e-9
         if family.need_old:
             ok &= new_old | old_later[t]
         members = np.hstack([members[parent[ok]], row[ok, None]])
@@ -284,6 +294,48 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
     ordered = ordered[:, :family.hi] if ordered.shape[1] >= family.hi else np.hstack(
         [ordered, np.full((len(ordered), family.hi - ordered.shape[1]), big)])
     return np.where(ordered == big, -1, ordered)
+
+
+#: Partial columns per block of :func:`_tight_gain` (a block holds ``block × rows × d``).
+TIGHT_BLOCK = 1_000
+
+
+def _tight_gain(problem: WholeReleaseProblem, family: Family, later: list[np.ndarray],
+                pi: np.ndarray, low: np.ndarray, high: np.ndarray, spread: np.ndarray,
+                size: np.ndarray) -> np.ndarray:
+    """Per partial column (box ``low..high`` of extent ``spread``, ``size`` rows), an upper
+    bound on ``Σ_{x∈S} pi_x - |σ|·(ext(box ∪ S) - spread)`` over the rows ``S`` still to
+    come (at most one per pool of ``later``, ``k = hi - size`` of them).
+
+    The extent grows by at least the largest single increase ``d_x = ext(box ∪ {x}) -
+    spread``, which is at least their mean, so the quantity is at most ``Σ_{x∈S} (pi_x -
+    |σ|·d_x / k)``, and ``|σ| >= m`` (or the family's signature): the ``k`` largest
+    per-pool maxima of ``max(0, pi_x - |σ|·d_x / k)``."""
+    sigma = family.signature or problem.m
+    rows = np.concatenate(later)
+    pool = np.repeat(np.arange(len(later)), [len(p) for p in later])
+    useful = pi[rows] > 0
+    rows, pool = rows[useful], pool[useful]
+    out = np.zeros(len(size))
+    if not len(rows):
+        return out
+    x = problem.points[rows]
+    left = np.maximum(family.hi - size, 1).astype(np.float64)
+    for start in range(0, len(size), TIGHT_BLOCK):
+        part = slice(start, start + TIGHT_BLOCK)
+        joined_low = np.minimum(low[part, None, :], x[None])
+        joined_high = np.maximum(high[part, None, :], x[None])
+        joined = (joined_high - joined_low).sum(axis=2) if problem.box_lengths is None else \
+            problem.box_lengths(joined_low, joined_high).sum(axis=2)
+        g = np.maximum(0.0, pi[rows][None] - sigma * (joined - spread[part, None])
+                       / left[part, None])
+        per_pool = np.zeros((g.shape[0], len(later)))
+        np.maximum.at(per_pool.T, pool, g.T)
+        ordered = -np.sort(-per_pool, axis=1)
+        sums = np.hstack([np.zeros((len(ordered), 1)), np.cumsum(ordered, axis=1)])
+        take = np.minimum(family.hi - size[part], len(later))
+        out[part] = sums[np.arange(len(ordered)), np.maximum(take, 0)]
+    return out
 
 
 # --- the set-partitioning model and its relaxation -------------------------------------------

@@ -108,7 +108,8 @@ def _best_of_anchor(problem: WholeReleaseProblem, sub: Family, a: int, near: np.
     low, high, c = floor, cutoff, cutoff  # no reduced cost <= low; F(high) too large
     for _ in range(BISECTIONS):
         columns = enumerate_columns(problem, sub, limit=limit, radius=radius, pi=pi,
-                                    theta=c, deadline=deadline, first_forced=True)
+                                    theta=c, deadline=deadline, first_forced=True,
+                                    tight=refine)
         if time.perf_counter() > deadline:
             return None
         if columns is None:
@@ -142,7 +143,9 @@ def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarra
     is large. Without it, every column under ``theta``. ``quick`` (with ``rc_of``): a few
     good columns per anchor, no bound (heuristic pricing, tried before an exact round).
     ``anchors``: price only the columns anchored at these rows (the others' ``least``
-    stays ``inf``); ``refine``: see :func:`_best_of_anchor`."""
+    stays ``inf``); ``refine``: see :func:`_best_of_anchor`, and enumerate with the tight
+    completion bound of :func:`~republish.models.whole_release_counts.enumerate_columns`
+    (slower per partial column, far fewer of them)."""
     if theta < 0:
         raise ValueError(f"theta must be >= 0, got {theta}")
     least = np.full(len(problem.values), math.inf)
@@ -177,7 +180,7 @@ def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarra
         if rc_of is None:
             columns = enumerate_columns(problem, sub, limit=limit - total, radius=radius,
                                         pi=pi, theta=theta, deadline=deadline,
-                                        first_forced=True)
+                                        first_forced=True, tight=refine)
             if columns is None:
                 return None
         else:

@@ -15,7 +15,12 @@ from hypothesis import strategies as st
 
 from republish.models import whole_release_pricing as pricing_module
 from republish.models.whole_release import WholeReleaseProblem
-from republish.models.whole_release_counts import Family, ReleaseCounts, families
+from republish.models.whole_release_counts import (
+    Family,
+    ReleaseCounts,
+    enumerate_columns,
+    families,
+)
 from republish.models.whole_release_pricing import nearest_columns, price_by_anchors
 
 
@@ -163,6 +168,26 @@ def test_refined_anchor_bounds_stay_valid_and_never_fall(case: tuple, limit: int
     for anchor, best in returned.items():
         assert best == pytest.approx(per_anchor[anchor])
         assert refined[1][anchor] == pytest.approx(best)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(priced_families())
+def test_tight_pruning_drops_no_column_under_theta(case: tuple) -> None:
+    """The tight completion bound (each later row charged for the extent it adds) prunes
+    only partial columns that cannot pass: the same columns as the loose bound, and every
+    column under theta (brute force) among them."""
+    problem, family, pi, theta = case
+    loose = enumerate_columns(problem, family, limit=10**6, pi=pi, theta=theta,
+                              first_forced=True)
+    tight = enumerate_columns(problem, family, limit=10**6, pi=pi, theta=theta,
+                              first_forced=True, tight=True)
+    assert loose is not None and tight is not None
+    as_set = [{tuple(int(i) for i in row if i >= 0) for row in block} for block in (loose, tight)]
+    assert as_set[0] == as_set[1]
+    first = next(set(p.tolist()) for p in family.pools if len(p))  # the forced pool
+    expected = {c for c in all_columns(problem, family)
+                if estimate(problem, family, c, pi) <= theta + 1e-9 and first & set(c)}
+    assert expected <= as_set[1]
 
 
 def test_nearest_columns_cover_every_row_with_a_valid_column() -> None:
