@@ -38,13 +38,17 @@ While all columns number at most ``max_columns`` they are enumerated. Past that,
 smallest column families are enumerated whole and the others up to a box-extent radius;
 column generation then prices the missing columns by their box extent (enumeration pruned
 by reduced cost, :func:`republish.models.whole_release_bound.enumerate_columns`), exactly
-for the box extent and as a lower bound for any extent with ``box_points`` (the
-perimeter's hierarchy QIs: leaf codes over their span, :meth:`republish.objectives.
-ReleaseCost.box_points`), whose found columns are then kept by their true reduced cost;
-each complete pricing round gives a valid bound, and the reduced-cost fixing enumerates
-the columns of reduced cost ``<= UB - D`` the same way, so the answer can still be proven
-optimal. When even pricing has too many candidates, columns of a growing radius are priced
-instead (better columns, no bound). The count plan's release and the hint are always
+for the box extent and for any extent with ``box_points`` (the perimeter's hierarchy QIs:
+leaf codes over their span, :meth:`republish.objectives.ReleaseCost.box_points`): anchors
+are found by the box points, whose distances are below the extent, and partial columns
+are pruned by the extent itself (:func:`~republish.models.whole_release_extent_tables.
+box_point_lengths`); an anchor whose enumeration is too large is searched up to its least
+reduced cost once the LP has converged, with a completion bound that charges each later
+row the extent it adds; each complete pricing round gives a valid bound, and the
+reduced-cost fixing enumerates the columns of reduced cost ``<= UB - D`` the same way, so
+the answer can still be proven optimal. When even pricing has too many candidates, columns
+of a growing radius are priced instead (better columns, no bound). The count plan's
+release and the hint are always
 columns, so the answer is never worse than either; whatever is not proven gets the best
 valid bound found (LP duality or the cycle-cover bound of :func:`whole_release_bound`).
 """

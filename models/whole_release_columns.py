@@ -237,10 +237,10 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
         # least the anchors' least ones (price_by_anchors)
         per_anchor = np.minimum(result[1], 0.0)
         unsure = np.flatnonzero(per_anchor < -1e-9)
-        if len(unsure) and (last_round or not (rc < -1e-9).any()):
-            # converged, or the last round: the anchors left with a floor are searched up
-            # to their least reduced cost (_best_of_anchor's refine), which may still find
-            # improving columns
+        if len(unsure) and not (rc < -1e-9).any():
+            # converged: the anchors left with a floor are searched up to their least
+            # reduced cost (_best_of_anchor's refine), which may still find improving
+            # columns (before convergence the bound is loose anyway, and this costs time)
             sharper = price_families(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
                              deadline=price_end, anchors=unsure, refine=True)
             if sharper is not None:
