@@ -48,9 +48,9 @@ row the extent it adds; each complete pricing round gives a valid bound, and the
 reduced-cost fixing enumerates the columns of reduced cost ``<= UB - D`` the same way, so
 the answer can still be proven optimal. When even pricing has too many candidates, columns
 of a growing radius are priced instead (better columns, no bound). The count plan's
-release and the hint are always
-columns, so the answer is never worse than either; whatever is not proven gets the best
-valid bound found (LP duality or the cycle-cover bound of :func:`whole_release_bound`).
+release and the hint are always columns, so the answer is never worse than either;
+whatever is not proven gets the best valid bound found (LP duality or the cycle-cover
+bound of :func:`whole_release_bound`).
 """
 
 from __future__ import annotations
