@@ -316,8 +316,11 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
         return _Stage2("FEASIBLE", best, best_cost, bound, note)
     duals, floor = fixing
     gap = best_cost - floor + tolerance  # no column with rc > gap is in a cheaper solution
+    # no more columns than SCIP could prove in the time left (enumerating more than that
+    # only overran the budget)
+    fix_limit = max(1, int(min(limit, FIXING_COLUMNS_PER_SECOND * left())))
     if not complete:
-        found_all = price_families(problem, fams, duals.pi, gap, limit, deadline=end,
+        found_all = price_families(problem, fams, duals.pi, gap, fix_limit, deadline=end,
                                    refine=True)
         if found_all is None:
             return _Stage2("FEASIBLE", best, best_cost, bound, note + (
