@@ -222,8 +222,9 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
                       theta: float = math.inf, deadline: float = math.inf,
                       first_forced: bool = False, tight: bool = False) -> np.ndarray | None:
     """The columns of ``family`` (``(C, hi)`` row indices, ``-1`` pads) of box extent
-    ``<= radius`` and, given row prices ``pi``, with ``|σ|·box extent - Σ_{i∈R} pi_i <=
-    theta``; ``None`` when more than ``limit`` partial columns arise.
+    ``<= radius`` and, given row prices ``pi``, with ``|σ|·extent - Σ_{i∈R} pi_i <= theta``
+    (the extent: the problem's ``box_lengths`` of the box, else its widths); ``None`` when
+    more than ``limit`` partial columns arise.
 
     Built one pool at a time; a partial column ``P`` is dropped when no completion can pass:
     its box only grows, and the rows still to come add at most the ``hi - |P|`` largest
