@@ -15,7 +15,6 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from ortools.linear_solver.python import model_builder
 
 if TYPE_CHECKING:
     from republish.models.whole_release import WholeReleaseProblem
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
 from republish.models.whole_release_bound import (
     Master,
     Relaxation,
-    partition_model,
     reduced_costs,
 )
 from republish.models.whole_release_counts import (
@@ -35,6 +33,13 @@ from republish.models.whole_release_counts import (
 )
 from republish.models.whole_release_master import IncrementalMaster
 from republish.models.whole_release_pricing import price_families
+from republish.models.whole_release_restricted import (
+    BUILD_SECONDS_PER_COLUMN,
+    FIXING_COLUMNS_PER_SECOND,
+    cheapest_per_row,
+    is_feasible,
+    solve_restricted,
+)
 
 
 class Columns:
@@ -99,43 +104,6 @@ class Columns:
         row_a = np.where(self.counts.is_new & self.problem.allow_deferrals,
                          -self.weight.numerator, 0)
         return Master(self.members, self.cost, self.a_coef, self.rhs, exact, row_a, radius)
-
-
-#: Columns per second of time left that the last SCIP run (after reduced-cost fixing) may
-#: hold. Measured on 200 Adult rows at m = 4: 37,000 columns proven in 2.4 s, while 89,000
-#: and 164,000 columns given 4.1-4.4 s proved nothing and overran their limit by 0.6-0.8 s
-#: (SCIP's presolve and root LP do not stop at the limit).
-FIXING_COLUMNS_PER_SECOND = 15_000
-#: Seconds to build a model per column (measured: 200 Adult rows, m = 3, about 20 µs on a
-#: loaded core): a model that cannot be built in the time left is not started.
-BUILD_SECONDS_PER_COLUMN = 2e-5
-
-
-def _scip(master: Master, keep: np.ndarray, start: list[int], time_limit: float, seed: int
-          ) -> tuple[str, list[int] | None, float, float]:
-    """SCIP over the columns ``keep`` from the solution ``start`` (global column indices):
-    status, chosen columns (global), objective, bound of the restricted problem."""
-    if time_limit < BUILD_SECONDS_PER_COLUMN * len(keep):  # building alone would overrun
-        return "TIMEOUT", None, math.inf, -math.inf
-    building = time.perf_counter()
-    model, x, _, _ = partition_model(master, keep)
-    chosen = set(start)
-    for c, var in zip(keep.tolist(), x, strict=True):
-        model.add_hint(var, 1.0 if c in chosen else 0.0)
-    solver = model_builder.Solver("scip")
-    # the build came out of the same budget; SCIP's presolve and root LP overrun a little
-    solver.set_time_limit_in_seconds(
-        max(0.9 * (time_limit - (time.perf_counter() - building)), 0.01))
-    solver.set_solver_specific_parameters(
-        f"limits/gap = 0\nlimits/absgap = 1e-9\nrandomization/randomseedshift = {seed}\n")
-    status = {model_builder.SolveStatus.OPTIMAL: "OPTIMAL",
-              model_builder.SolveStatus.FEASIBLE: "FEASIBLE",
-              model_builder.SolveStatus.INFEASIBLE: "INFEASIBLE"}.get(solver.solve(model),
-                                                                      "TIMEOUT")
-    if status not in ("OPTIMAL", "FEASIBLE"):
-        return status, None, math.inf, -math.inf
-    picked = keep[np.asarray(solver.values(x), dtype=np.float64) > 0.5].tolist()
-    return status, picked, float(solver.objective_value), float(solver.best_objective_bound)
 
 
 #: Heuristic pricing rounds at most between two exact ones (each exact round is a bound).
@@ -270,8 +238,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     note = "LP" if complete else f"column generation: {rounds} rounds"
     master = columns.master(radius)
     if relaxed is None:
-        status, picked, value, found = _scip(master, np.arange(len(columns.cost)), best,
-                                             left(), seed)
+        status, picked, value, found = solve_restricted(
+            master, np.arange(len(columns.cost)), best, left(), seed)
         if picked is not None and value < best_cost:
             best, best_cost = picked, float(columns.cost[picked].sum())
         if complete and status == "OPTIMAL":
@@ -286,7 +254,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             break
         if attempt == "rounding":  # an integral LP solution
             keep = np.flatnonzero(xs > 0.5)
-            if not (np.all(np.minimum(xs, 1 - xs) < 1e-6) and _feasible(master, keep)):
+            if not (np.all(np.minimum(xs, 1 - xs) < 1e-6) and is_feasible(master, keep)):
                 continue
             picked, value = keep.tolist(), float(columns.cost[keep].sum())
         else:  # fix x* > 0.9 (dive) or nothing; the rest from the columns of least rc
@@ -298,12 +266,13 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             size = max(5 * n, min(30 * n, 20_000)) if attempt == "restricted" else 0
             pool = free[np.argsort(rc[free], kind="stable")[:size]]
             keep = np.union1d(np.union1d(fixed, pool), free[xs[free] > 1e-9])
-            keep = np.union1d(keep, _cheapest_per_row(master.members[free], rc[free], free, 20))
+            keep = np.union1d(keep, cheapest_per_row(master.members[free], rc[free], free, 20))
             if attempt == "restricted":  # the incumbent too: the hint is then a solution
                 keep = np.union1d(keep, best)
             keep = keep.astype(np.int64)
             portion = 0.25 if attempt == "dive" else 0.6
-            _, found_cols, value, _ = _scip(master, keep, best, portion * left(), seed)
+            _, found_cols, value, _ = solve_restricted(master, keep, best, portion * left(),
+                                                       seed)
             if found_cols is None:
                 continue
             picked = found_cols
@@ -334,7 +303,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     if len(keep) > FIXING_COLUMNS_PER_SECOND * left():
         return _Stage2("FEASIBLE", best, best_cost, bound,
                        note + f"; fixing left {len(keep)} columns, too many for the time left")
-    status, picked, value, found = _scip(master, keep, best, left(), seed)
+    status, picked, value, found = solve_restricted(master, keep, best, left(), seed)
     if picked is not None and value < best_cost:
         best, best_cost = picked, float(columns.cost[picked].sum())
     note += f"; SCIP on the {len(keep)} columns left by reduced-cost fixing"
@@ -343,24 +312,6 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     if picked is not None:
         bound = max(bound, min(best_cost, found))
     return _Stage2("FEASIBLE", best, best_cost, bound, note)
-
-
-def _cheapest_per_row(members: np.ndarray, rc: np.ndarray, ids: np.ndarray, k: int
-                      ) -> np.ndarray:
-    """The ids of the ``k`` columns of least ``rc`` holding each row."""
-    column, slot = np.nonzero(members >= 0)
-    row = members[column, slot]
-    order = np.lexsort((rc[column], row))
-    row, column = row[order], column[order]
-    rank = np.arange(len(row)) - np.searchsorted(row, row)
-    return np.unique(ids[column[rank < k]])
-
-
-def _feasible(master: Master, chosen: np.ndarray) -> bool:
-    rows = master.members[chosen]
-    covered = np.bincount(rows[rows >= 0], minlength=len(master.exact))
-    return bool((covered <= 1).all() and (covered[master.exact] == 1).all()
-                and int(master.a_coef[chosen].sum()) <= master.rhs)
 
 
 def initial_columns(problem: WholeReleaseProblem, fams: list[Family], is_new: np.ndarray,
