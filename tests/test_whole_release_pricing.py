@@ -49,6 +49,20 @@ def estimate(problem: WholeReleaseProblem, family: Family, rows: tuple[int, ...]
     return float(sigma * extent - pi[list(rows)].sum())
 
 
+def least_per_anchor(problem: WholeReleaseProblem, family: Family, pi: np.ndarray
+                     ) -> tuple[dict[int, int], dict[int, float]]:
+    """Brute force: each row's rank (anchors by price, then index) and each anchor's least
+    tested quantity over every column anchored at it."""
+    order = sorted(range(len(pi)), key=lambda i: (-pi[i], i))
+    rank = {row: position for position, row in enumerate(order)}
+    per_anchor: dict[int, float] = {}
+    for column in all_columns(problem, family):
+        anchor = min(column, key=lambda i: rank[i])
+        per_anchor[anchor] = min(per_anchor.get(anchor, math.inf),
+                                 estimate(problem, family, column, pi))
+    return rank, per_anchor
+
+
 def tree_lengths(low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """The first coordinate (codes 0..6 over 6) measured by a two-level tree: cells 0-2 and
     3-6 under a root; at least the width and monotone under inclusion, as a hierarchy."""
@@ -112,13 +126,7 @@ def test_best_mode_gives_each_anchors_least_reduced_cost(case: tuple) -> None:
     result = price_by_anchors(problem, family, pi, 0.0, limit=10**6, rc_of=rc_of)
     assert result is not None
     columns, least = result
-    order = sorted(range(len(pi)), key=lambda i: (-pi[i], i))
-    rank = {row: position for position, row in enumerate(order)}
-    per_anchor: dict[int, float] = {}
-    for column in all_columns(problem, family):
-        anchor = min(column, key=lambda i: rank[i])
-        per_anchor[anchor] = min(per_anchor.get(anchor, math.inf),
-                                 estimate(problem, family, column, pi))
+    _, per_anchor = least_per_anchor(problem, family, pi)
     for anchor, best in per_anchor.items():
         if best < -1e-9:
             assert least[anchor] == best or abs(least[anchor] - best) < 1e-9
@@ -149,13 +157,7 @@ def test_refined_anchor_bounds_stay_valid_and_never_fall(case: tuple, limit: int
         refined = price_by_anchors(problem, family, pi, 0.0, limit=10**6, rc_of=rc_of,
                                    refine=True)
     assert plain is not None and refined is not None
-    order = sorted(range(len(pi)), key=lambda i: (-pi[i], i))
-    rank = {row: position for position, row in enumerate(order)}
-    per_anchor: dict[int, float] = {}
-    for column in all_columns(problem, family):
-        anchor = min(column, key=lambda i: rank[i])
-        per_anchor[anchor] = min(per_anchor.get(anchor, math.inf),
-                                 estimate(problem, family, column, pi))
+    rank, per_anchor = least_per_anchor(problem, family, pi)
     for anchor, best in per_anchor.items():
         assert min(refined[1][anchor], 0.0) <= best + 1e-9
         assert min(refined[1][anchor], 0.0) >= min(plain[1][anchor], 0.0) - 1e-9
