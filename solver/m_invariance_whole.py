@@ -93,9 +93,10 @@ def _extent(cost: ReleaseCost, problem: WholeReleaseProblem):  # type: ignore[no
 
 def _compact_start(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping
                    ) -> Grouping:
-    """With ``first_release="compact"``, a release without old rows starts from compact
-    groups (:mod:`republish.heuristics.compact_groups`) when they beat the pipeline's,
-    which groups by value, not by QI."""
+    """A release without old rows starts from compact groups
+    (:mod:`republish.heuristics.compact_groups`) when they beat the pipeline's, which groups
+    by value, not by QI (called under ``first_release="compact"``, and under ``"buckets"``
+    where the model partitions every row anyway)."""
     if (problem.bucket >= 0).any():
         return hint
     groups = compact_groups(problem.points, problem.values, problem.m, lengths=cost.lengths)
@@ -136,7 +137,11 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
     seconds = deadline.left()
     if seconds < MIN_SECONDS:
         return None
-    start = _compact_start(problem, cost, hint) if solve.first_release == "compact" else hint
+    # Where the model partitions every row freely (the default policy's small first
+    # release), compact groups are only a better start: the policy decides nothing there.
+    free = solve.first_release == "buckets" and len(problem.values) <= WHOLE_MODEL_ROWS
+    start = _compact_start(problem, cost, hint) if solve.first_release == "compact" or free \
+        else hint
     model = _within_buckets(problem, first_buckets) \
         if solve.first_release == "keep-buckets" else problem
     try:
