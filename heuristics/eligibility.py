@@ -189,6 +189,7 @@ def greedy_hybrid(
     *,
     allow_new_values: bool = False,
     new_values: Sequence[str] = (),
+    max_steps: int | None = None,
 ) -> EligibilitySolution:
     """Algorithm 3: greedy counterfeits and deletions (hybrid, status ``HEURISTIC``).
 
@@ -198,6 +199,10 @@ def greedy_hybrid(
     ``R_del <= R_add -> delete``. Counterfeits take values present in ``counts`` (and new
     values when allowed and needed); with fewer than ``m`` values available the result is
     the empty table.
+
+    The algorithm changes one row per step, so counts of billions of rows take billions
+    of steps: past ``max_steps`` (None: no limit) it raises
+    :class:`~republish.errors.ParameterError`.
     """
     start = time.perf_counter()
     original = validate_counts(counts)
@@ -217,11 +222,17 @@ def greedy_hybrid(
     current = np.array([pool[value] for value in names], dtype=np.int64)
     total = int(current.sum())
     excess = _scaled_excess(current, total, m)
+    rows = total
     # Each step is one modification; the guard only stops a run-away loop.
     guard = 4 * (int(current.max()) * m + total) + 16
     steps = 0
     while excess > 0:
         steps += 1
+        if max_steps is not None and steps > max_steps:
+            raise ParameterError(
+                f"counts: Algorithm 3 (hybrid-greedy) changes one row per step and these "
+                f"counts ({rows} rows) need more than {max_steps} steps; use method "
+                "'counterfeit', 'delete' or 'hybrid' (Algorithms 1 and 2 take any size).")
         if steps > guard:
             raise RuntimeError(f"Algorithm 3 did not reach {m}-eligibility in {guard} steps.")
         low, high = int(np.argmin(current)), int(np.argmax(current))

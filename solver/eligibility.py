@@ -45,6 +45,9 @@ from republish.tables import encode_qis
 
 Method = Literal["counterfeit", "delete", "hybrid", "hybrid-greedy"]
 METHODS: tuple[str, ...] = ("counterfeit", "delete", "hybrid", "hybrid-greedy")
+#: Steps of Algorithm 3 at most on given counts (one row per step, about 12 µs each): the
+#: ``eligibility`` command accepts counts of up to 10^12 rows, which would take days.
+GREEDY_STEPS = 100_000
 
 __all__ = ["METHODS", "AppliedEligibility", "Method", "apply_eligibility", "make_eligible",
            "random_baseline",
@@ -188,11 +191,17 @@ def solve_counts(
         )
     elif method == "delete":
         heuristic = maximal_subset(counts, m, deletion_cost=deletion_cost)
-    else:
+    elif method == "hybrid-greedy":
         heuristic = greedy_hybrid(
             counts, m, counterfeit_cost, deletion_cost, allow_new_values=allow_new_values,
-            new_values=new_values,
-        )
+            new_values=new_values, max_steps=GREEDY_STEPS)
+    else:
+        try:
+            heuristic = greedy_hybrid(
+                counts, m, counterfeit_cost, deletion_cost, allow_new_values=allow_new_values,
+                new_values=new_values, max_steps=GREEDY_STEPS)
+        except ParameterError:  # counts too large for one row per step: Algorithm 2 starts
+            heuristic = maximal_subset(counts, m, deletion_cost=deletion_cost)
     if method == "hybrid":
         # Algorithm 3 is not always optimal; Algorithms 1 and 2 cost almost nothing and
         # sometimes give the model a better hint and a better fallback.

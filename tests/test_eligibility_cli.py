@@ -109,3 +109,20 @@ def test_empty_data_file_exits_2(monkeypatch: pytest.MonkeyPatch,
     code, _, err = _run(monkeypatch, capsys, str(tmp_path / "empty.csv"), "--schema",
                         str(data_dir / "schema.toml"), "--m", "2")
     assert code == 2 and "empty" in err
+
+
+def test_counts_of_billions_of_rows_end_quickly(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Algorithm 3 changes one row per step: on 10^10 rows (accepted by --counts) it once
+    ran for hours. ``hybrid`` now starts from Algorithm 2 and answers; ``hybrid-greedy``
+    says which methods take any size, with exit code 2."""
+    code, out, _ = _run(monkeypatch, capsys, "--counts", "10000000000,1,1", "--m", "3",
+                        "--method", "hybrid", "--time-limit", "1", "--json")
+    assert code == 0
+    document = json.loads(out)
+    assert document[0]["objective"] == 10**10 - 1  # delete all but one row of v1
+    assert document[0]["target_counts"] == {"v1": 1, "v2": 1, "v3": 1}
+    code, _, err = _run(monkeypatch, capsys, "--counts", "10000000000,1,1", "--m", "3",
+                        "--method", "hybrid-greedy")
+    assert code == 2
+    assert "hybrid-greedy" in err and "'counterfeit', 'delete' or 'hybrid'" in err
