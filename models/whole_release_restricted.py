@@ -21,9 +21,10 @@ __all__ = ["BUILD_SECONDS_PER_COLUMN", "FIXING_COLUMNS_PER_SECOND", "cheapest_pe
 #: and 164,000 columns given 4.1-4.4 s proved nothing and overran their limit by 0.6-0.8 s
 #: (SCIP's presolve and root LP do not stop at the limit).
 FIXING_COLUMNS_PER_SECOND = 15_000
-#: Seconds to build a model per column (measured: 200 Adult rows, m = 3, about 20 µs on a
-#: loaded core): a model that cannot be built in the time left is not started.
-BUILD_SECONDS_PER_COLUMN = 2e-5
+#: Seconds to build a model per column (measured: 200 Adult rows, m = 3-4, 6-9 µs for the
+#: LP master, more on a loaded core): a model that cannot be built in the time left is not
+#: started.
+BUILD_SECONDS_PER_COLUMN = 1e-5
 
 
 def solve_restricted(master: Master, keep: np.ndarray, start: list[int], time_limit: float,
