@@ -271,11 +271,12 @@ def _by_neighbourhoods(problem: WholeReleaseProblem, incumbent: _Candidate,
     return answer
 
 
-def _pricing_problem(problem: WholeReleaseProblem, extent: Extent | None
+def _pricing_problem(problem: WholeReleaseProblem, extent: Extent | None, table: Extent
                      ) -> WholeReleaseProblem | None:
     """``problem`` with points whose box extent is at most ``extent`` (the problem itself
     for the box extent; the extent's ``box_points``, e.g. hierarchy leaf codes over their
-    span, for the perimeter of :mod:`republish.objectives`), or None when none is known:
+    span, for the perimeter of :mod:`republish.objectives`, with the exact lengths read
+    from ``table``, the extent's :func:`tabulated` form), or None when none is known:
     then missing columns are neither priced nor bounded."""
     if extent is None:
         return problem
@@ -285,7 +286,7 @@ def _pricing_problem(problem: WholeReleaseProblem, extent: Extent | None
     points = getattr(extent, "box_points", None)
     if points is None or np.shape(points) != np.shape(problem.points):
         return None
-    return dataclasses.replace(problem, points=points, box_lengths=box_point_lengths(extent))
+    return dataclasses.replace(problem, points=points, box_lengths=box_point_lengths(table))
 
 
 def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, workers: int = 1,
@@ -348,7 +349,9 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     fams = families(problem, counts, math.floor(incumbent.a))
     # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
     # points, which must bound the extent from below (equal for the box extent).
-    pricing = _pricing_problem(problem, extent)
+    # the same numbers as `measure`, hierarchy QIs read from tables (pricing costs columns)
+    table = tabulated(measure)
+    pricing = _pricing_problem(problem, extent, table)
     box = pricing is not None
     if time_limit - (time.perf_counter() - started) > 0.005:
         parts, radius, detail = initial_columns(
@@ -366,8 +369,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
                  *(len(g) for c in candidates for g in c.groups)])
     rhs = int(incumbent.a * weight.denominator) - (weight.numerator * int(counts.is_new.sum())
                                                    if problem.allow_deferrals else 0)
-    # the same numbers as `measure`, hierarchy QIs read from tables (pricing costs columns)
-    columns = Columns(problem, counts, tabulated(measure), weight, rhs, width)
+    columns = Columns(problem, counts, table, weight, rhs, width)
     for part in parts:
         columns.add(part)
     start = columns.add(as_matrix(incumbent.groups)).tolist() if incumbent.groups else []

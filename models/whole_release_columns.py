@@ -184,7 +184,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 continue
         since_exact = 0
         result = price_families(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
-                        deadline=price_end)
+                                deadline=price_end)
         exact = result is not None
         while result is None or not exact:  # too many to price: a larger radius, no bound
             if result is not None:
@@ -218,7 +218,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             # reduced cost (_best_of_anchor's refine), which may still find improving
             # columns (before convergence the bound is loose anyway, and this costs time)
             sharper = price_families(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
-                             deadline=price_end, anchors=unsure, refine=True)
+                                     deadline=price_end, anchors=unsure, refine=True)
             if sharper is not None:
                 per_anchor[unsure] = np.maximum(per_anchor[unsure],
                                                 np.minimum(sharper[1][unsure], 0.0))

@@ -270,9 +270,8 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
             sigma = family.signature or np.maximum(problem.m, new_size)
             if problem.box_lengths is not None and len(new_size):  # exact, >= the widths
                 some = new_size[:, None] > 0
-                spread = np.where(new_size > 0, problem.box_lengths(
-                    np.where(some, new_low, 0.0), np.where(some, new_high, 0.0)).sum(axis=1),
-                    0.0)
+                spread = np.where(new_size > 0, _box_extent(
+                    problem, np.where(some, new_low, 0.0), np.where(some, new_high, 0.0)), 0.0)
             future = gain[t + 1, family.hi - new_size]
             if tight and first_forced and t + 1 < len(pools):
                 # only where the loose test passes: the tight one costs a row per candidate
@@ -295,6 +294,15 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
     ordered = ordered[:, :family.hi] if ordered.shape[1] >= family.hi else np.hstack(
         [ordered, np.full((len(ordered), family.hi - ordered.shape[1]), big)])
     return np.where(ordered == big, -1, ordered)
+
+
+def _box_extent(problem: WholeReleaseProblem, low: np.ndarray, high: np.ndarray
+                ) -> np.ndarray:
+    """The extent of boxes ``low..high`` (shape ``(..., d)``) in ``problem.points``: the
+    problem's ``box_lengths`` summed over QIs, else the widths."""
+    if problem.box_lengths is None:
+        return np.asarray(high - low).sum(axis=-1)
+    return problem.box_lengths(low, high).sum(axis=-1)
 
 
 #: Partial columns per block of :func:`_tight_gain` (a block holds ``block × rows × d``).
@@ -326,8 +334,7 @@ def _tight_gain(problem: WholeReleaseProblem, family: Family, later: list[np.nda
         part = slice(start, start + TIGHT_BLOCK)
         joined_low = np.minimum(low[part, None, :], x[None])
         joined_high = np.maximum(high[part, None, :], x[None])
-        joined = (joined_high - joined_low).sum(axis=2) if problem.box_lengths is None else \
-            problem.box_lengths(joined_low, joined_high).sum(axis=2)
+        joined = _box_extent(problem, joined_low, joined_high)
         g = np.maximum(0.0, pi[rows][None] - sigma * (joined - spread[part, None])
                        / left[part, None])
         per_pool = np.zeros((g.shape[0], len(later)))

@@ -124,7 +124,8 @@ def box_point_lengths(measure: Extent
                       ) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
     """The exact lengths per QI of boxes given in ``measure``'s box points (hierarchy leaf
     codes over ``leaves - 1``, :meth:`republish.objectives.ReleaseCost.box_points`), or None
-    when ``measure`` is not a tabulated perimeter. Pricing on box points prunes by these:
+    when ``measure`` is not a tabulated perimeter (a :class:`TabulatedExtent` is used as
+    it is, its tables not built again). Pricing on box points prunes by these:
     a hierarchy QI's extent (leaves under the common ancestor) is often several times the
     width of its leaf codes, and the width alone let tens of thousands of partial columns
     through that no reduced cost could keep."""
