@@ -119,6 +119,11 @@ class CountPlan:
     deferred: np.ndarray | None = None
 
 
+#: CP-SAT's linearization of the count model: 2, the full LP relaxation at every node. At
+#: the default (1) a 200-row Adult release at m = 4 took 0.02 s on most seeds and 0.3-5 s
+#: (unproven at 5 s) on some (benchmarks/count_model_seeds.py, benchmarks/RESULTS.md).
+LINEARIZATION_LEVEL = 2
+
 _CP_STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
               cp_model.INFEASIBLE: "INFEASIBLE"}
 
@@ -156,6 +161,7 @@ def optimal_counts(problem: WholeReleaseProblem, *, time_limit: float, workers: 
     solver.parameters.max_time_in_seconds = max(float(time_limit), 0.001)
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
+    solver.parameters.linearization_level = LINEARIZATION_LEVEL
     status = _CP_STATUS.get(solver.solve(model), "TIMEOUT")
     if status not in ("OPTIMAL", "FEASIBLE"):
         return CountPlan(status, weight, None, 0)
