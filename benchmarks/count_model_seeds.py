@@ -5,7 +5,7 @@ The count model (:func:`republish.models.whole_release_counts.optimal_counts`) i
 few hundred integer variables) and usually proven in milliseconds, but CP-SAT's search
 depends on its seed: a heavy tail there takes a 1 s release's whole share for (a). This
 script collects the count models of an Adult series (``--initial`` rows, ``--r`` updates,
-the model pipeline ``auto`` at ``--time-limit``), then solves each with ``--seeds`` seeds
+the model pipeline ``--mode`` at ``--time-limit``), then solves each with ``--seeds`` seeds
 at each ``--levels`` linearization level, and reports per level the mean and largest
 time and how many solves were not proven within ``--limit`` seconds.
 
@@ -33,7 +33,8 @@ from republish.solver.m_invariance import publish_m_invariant
 QIS = ["age", "sex", "education", "native-country"]
 
 
-def collect(initial: int, r: int, releases: int, m: int, limit: float, seed: int) -> list:
+def collect(initial: int, r: int, releases: int, m: int, limit: float, seed: int,
+            mode: str = "auto") -> list:
     """The count models the whole-release model solves along one series."""
     problems = []
     solve = whole_release.optimal_counts
@@ -47,7 +48,7 @@ def collect(initial: int, r: int, releases: int, m: int, limit: float, seed: int
         table, schema = load_adult(sensitive="occupation", qis=QIS)
         state = None
         for microdata in dynamic_series(table, initial, r, releases, seed):
-            state = publish_m_invariant(microdata, schema, m, state, mode="auto",
+            state = publish_m_invariant(microdata, schema, m, state, mode=mode,  # type: ignore[arg-type]
                                         time_limit=limit, rng=np.random.default_rng(seed)).state
     finally:
         whole_release.optimal_counts = solve  # type: ignore[assignment]
@@ -61,6 +62,8 @@ def main() -> None:
     parser.add_argument("--releases", type=int, default=6)
     parser.add_argument("--m", type=int, nargs="+", default=[2, 3, 4])
     parser.add_argument("--time-limit", type=float, default=1.0)
+    parser.add_argument("--mode", choices=["auto", "exact"], default="auto",
+                        help="the pipeline whose count models are collected")
     parser.add_argument("--seeds", type=int, default=40)
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--limit", type=float, default=5.0,
@@ -73,7 +76,11 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     default = whole_release_counts.LINEARIZATION_LEVEL
     for m in args.m:
-        problems = collect(args.initial, args.r, args.releases, m, args.time_limit, 1)
+        problems = collect(args.initial, args.r, args.releases, m, args.time_limit, 1,
+                           args.mode)
+        if not problems:
+            print(f"| {m} | 0 | - | 0 | - | - | - |")
+            continue
         for level in args.levels:
             whole_release_counts.LINEARIZATION_LEVEL = level
             times, unproven = [], 0

@@ -81,6 +81,11 @@ from republish.models.whole_release_columns import Columns, initial_columns, sta
 from republish.models.whole_release_counts import realize_counts
 from republish.models.whole_release_extent_tables import box_point_lengths, tabulated
 from republish.models.whole_release_pair_bound import lower_bound_b
+from republish.models.whole_release_polish import (
+    UNIQUE_SECONDS,
+    UNIQUE_SHARE,
+    regroup_new_release,
+)
 from republish.models.whole_release_pricing import nearest_columns
 from republish.models.whole_release_problem import (
     WholeReleaseProblem,
@@ -126,7 +131,8 @@ KEEP_SIGNATURES = True
 #: alone -12.0 % (m = 3), -9.2 % (m = 7); half the budget each -11.0 %, -7.4 %.
 SLOT_SHARE = 1.0
 #: Releases the model solves: at most this share of the budget polishes the start by slot
-#: trades, which stop after POLISH_PATIENCE assignments without a gain.
+#: trades, which stop after POLISH_PATIENCE assignments without a gain (a release without
+#: old rows: UNIQUE_SHARE for the free regrouping of models/whole_release_polish.py).
 POLISH_SHARE = 0.05
 POLISH_PATIENCE = 200
 #: Share of a large release's budget its (b) bound may take before the search starts.
@@ -201,15 +207,22 @@ def _answer(problem: WholeReleaseProblem, best: _Candidate | None, statuses: tup
 
 def _polished(problem: WholeReleaseProblem, incumbent: _Candidate, candidates: list[_Candidate],
               weight: Fraction, measure: Extent, *, deadline: float, seed: int) -> _Candidate:
-    """The incumbent after slot trades (:mod:`republish.models.whole_release_slots`): a
-    cheaper start gives the model a smaller gap to close by reduced-cost fixing."""
+    """The incumbent regrouped freely when the release has no old rows
+    (:mod:`republish.models.whole_release_polish`), else after slot trades
+    (:mod:`republish.models.whole_release_slots`): a cheaper start gives the model a
+    smaller gap to close by reduced-cost fixing."""
     if len(incumbent.groups) < 2 or time.perf_counter() >= deadline:
         return incumbent
-    traded = trade_slots(problem, incumbent.groups, deadline=deadline, seed=seed,
-                         extent=measure, patience=POLISH_PATIENCE)
-    if not traded.improved:
-        return incumbent
-    groups = list(traded.groups)
+    regrouped = regroup_new_release(problem, list(incumbent.groups), measure,
+                                    deadline=deadline, seed=seed)
+    if regrouped is not None:
+        groups = regrouped
+    else:
+        traded = trade_slots(problem, incumbent.groups, deadline=deadline, seed=seed,
+                             extent=measure, patience=POLISH_PATIENCE)
+        if not traded.improved:
+            return incumbent
+        groups = list(traded.groups)
     a, b = _objectives(problem, groups, len(incumbent.deferred), weight, measure)
     polished = _Candidate(a, b, groups, incumbent.deferred, "model")
     candidates.append(polished)
@@ -344,8 +357,10 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     if len(problem.values) > WHOLE_MODEL_ROWS:
         return _by_neighbourhoods(problem, incumbent, candidates, a_star, bound_a, weight,
                                   measure, started, time_limit, seed)
+    polish = POLISH_SHARE * time_limit if (problem.bucket >= 0).any() else \
+        min(UNIQUE_SHARE * time_limit, UNIQUE_SECONDS)
     incumbent = _polished(problem, incumbent, candidates, weight, measure,
-                          deadline=time.perf_counter() + POLISH_SHARE * time_limit, seed=seed)
+                          deadline=time.perf_counter() + polish, seed=seed)
     fams = families(problem, counts, math.floor(incumbent.a))
     # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
     # points, which must bound the extent from below (equal for the box extent).
