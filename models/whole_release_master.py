@@ -31,13 +31,16 @@ class IncrementalMaster:
     """``min cost·x`` over the columns added so far, ``Σ_{c∋i} x_c = 1`` (``<= 1`` where
     not ``exact``), ``a_coef·x <= rhs``, ``0 <= x <= 1``."""
 
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: Master, active: np.ndarray | None = None) -> None:
+        """The LP over the columns ``active`` of ``master`` (default: all of them)."""
         solver = pywraplp.Solver.CreateSolver("GLOP")
         if solver is None:  # pragma: no cover - GLOP ships with OR-Tools
             raise RuntimeError("OR-Tools GLOP is not available")
+        active = np.arange(len(master.cost)) if active is None else \
+            np.unique(np.asarray(active, dtype=np.int64))
         # The first columns, often thousands, go in as one model (model_builder builds it
         # in C++ about 8x faster than column-by-column calls); later columns one by one.
-        model, _, _, _ = partition_model(master, np.arange(len(master.cost)), integral=False)
+        model, _, _, _ = partition_model(master, active, integral=False)
         error = solver.LoadModelFromProto(model.export_to_proto())
         if error:  # pragma: no cover - the proto is built above
             raise RuntimeError(f"GLOP refused the master: {error}")
@@ -50,12 +53,20 @@ class IncrementalMaster:
         self.covers, self.spent = constraints[:len(master.exact)], constraints[len(master.exact)]
         self.objective = solver.Objective()
         self.x: list[pywraplp.Variable] = list(solver.variables())
+        self.ids: list[int] = active.tolist()  # the column of master behind each variable
+        self.loaded = np.zeros(len(master.cost), dtype=bool)
+        self.loaded[active] = True
 
-    def add(self, master: Master, start: int) -> None:
-        """Add the columns ``start:`` of ``master`` (the columns before are present)."""
-        if start < len(master.cost):
+    def add(self, master: Master, columns: np.ndarray) -> None:
+        """Add the columns ``columns`` of ``master`` that are not present yet."""
+        if len(self.loaded) < len(master.cost):
+            self.loaded = np.append(self.loaded, np.zeros(len(master.cost) - len(self.loaded),
+                                                          dtype=bool))
+        columns = np.asarray(columns, dtype=np.int64)
+        fresh = np.unique(columns[~self.loaded[columns]]).tolist()
+        if fresh:
             self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: false")
-        for c in range(start, len(master.cost)):
+        for c in fresh:
             var = self.solver.NumVar(0.0, 1.0, "")
             self.objective.SetCoefficient(var, float(master.cost[c]))
             for row in master.members[c][master.members[c] >= 0].tolist():
@@ -63,11 +74,18 @@ class IncrementalMaster:
             if master.a_coef[c]:
                 self.spent.SetCoefficient(var, float(master.a_coef[c]))
             self.x.append(var)
+            self.ids.append(c)
+            self.loaded[c] = True
 
-    def relax(self, master: Master, time_limit: float) -> Relaxation | None:
-        """Add the columns of ``master`` not yet present, re-solve from the last basis, and
-        return the relaxation of :func:`~republish.models.whole_release_bound.relax`."""
-        self.add(master, len(self.x))
+    def relax(self, master: Master, time_limit: float, add: np.ndarray | None = None
+              ) -> Relaxation | None:
+        """Add the columns ``add`` of ``master`` (default: every column not present),
+        re-solve from the last basis, and return the relaxation of
+        :func:`~republish.models.whole_release_bound.relax`. Its reduced costs, ``x`` and
+        bound are over every column of ``master``, present or not: the bound ``yᵀb +
+        Σ_c min(rc_c, 0)`` is a Lagrangian bound for any duals, so a master holding only
+        some columns of an enumerated set still bounds the whole set."""
+        self.add(master, np.arange(len(master.cost)) if add is None else add)
         self.solver.SetTimeLimit(max(int(time_limit * 1000), 10))
         if self.solver.Solve() != pywraplp.Solver.OPTIMAL:
             return None
@@ -78,6 +96,7 @@ class IncrementalMaster:
         bound = float(y.sum() + y_a * master.rhs + np.minimum(rc, 0.0).sum())
         pi = y + y_a * master.row_a
         missing = float(np.minimum(0.0, master.radius - pi).sum())
-        x = np.array([v.solution_value() for v in self.x], dtype=np.float64)
+        x = np.zeros(len(master.cost), dtype=np.float64)
+        x[self.ids] = [v.solution_value() for v in self.x]
         return Relaxation(y, y_a, pi, rc, x, bound, bound + missing if math.isfinite(
             missing) else -math.inf)

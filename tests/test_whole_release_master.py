@@ -1,0 +1,91 @@
+"""The incremental LP master over part of an enumerated column set
+(models/whole_release_master.py) and stage 2's pooled LP (models/whole_release_columns.py):
+a master holding some columns still bounds every column, and pricing the rest from their
+reduced costs reaches the LP over all of them."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_whole_release_slots import random_release
+
+import republish.models.whole_release_columns as whole_release_columns
+from republish.models.whole_release import solve_whole_release
+from republish.models.whole_release_bound import relax
+from republish.models.whole_release_columns import Columns
+from republish.models.whole_release_counts import (
+    BoxExtent,
+    ReleaseCounts,
+    enumerate_columns,
+    families,
+)
+from republish.models.whole_release_master import IncrementalMaster
+
+
+def all_columns(seed: int, m: int) -> tuple[Columns, np.ndarray]:
+    problem, groups = random_release(seed, m)
+    counts = ReleaseCounts.of(problem)
+    fams = families(problem, counts, 10)
+    width = max(2 * m - 1, *counts.signature_size.tolist(), *map(len, groups))
+    columns = Columns(problem, counts, BoxExtent(problem.points), Fraction(1), 10, width)
+    for family in fams:
+        found = enumerate_columns(problem, family, limit=200_000)
+        assert found is not None
+        columns.add(found)
+    start = columns.add(np.vstack([np.pad(g, (0, width - len(g)), constant_values=-1)
+                                   for g in groups]))
+    return columns, start
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), m=st.integers(2, 3))
+def test_a_partial_master_bounds_every_column_and_pricing_reaches_the_full_lp(
+        seed: int, m: int) -> None:
+    columns, start = all_columns(seed, m)
+    radius = np.full(len(columns.problem.values), np.inf)
+    master = columns.master(radius)
+    full = relax(master, 10.0)
+    assert full is not None
+    rng = np.random.default_rng(seed)
+    some = np.union1d(start, rng.choice(len(master.cost), size=min(5, len(master.cost)),
+                                        replace=False))
+    lp = IncrementalMaster(master, some)
+    relaxed = lp.relax(master, 10.0, add=np.zeros(0, np.int64))
+    assert relaxed is not None and len(relaxed.x) == len(master.cost)
+    assert relaxed.bound <= full.bound + 1e-6  # a Lagrangian bound over every column
+    assert not relaxed.x[~lp.loaded].any()
+    for _ in range(len(master.cost)):
+        negative = np.flatnonzero((relaxed.rc < -1e-9) & ~lp.loaded)
+        if not len(negative):
+            break
+        relaxed = lp.relax(master, 10.0, add=negative)
+        assert relaxed is not None
+    assert relaxed.bound == pytest.approx(full.bound, abs=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), m=st.integers(2, 3))
+def test_the_pooled_lp_proves_what_the_full_lp_proves(seed: int, m: int) -> None:
+    """Every column is enumerated on these releases: with POOL_COLUMNS = 1 the LP starts
+    from a few columns per row and prices the others from their reduced costs."""
+    problem, groups = random_release(seed, m)
+    answers = []
+    saved = whole_release_columns.POOL_COLUMNS
+    try:
+        for pool in (10**9, 1):
+            whole_release_columns.POOL_COLUMNS = pool
+            answers.append(solve_whole_release(problem, time_limit=10.0, hint=(groups, []),
+                                               seed=0))
+    finally:
+        whole_release_columns.POOL_COLUMNS = saved
+    plain, pooled = answers
+    if "all columns" in pooled.detail:
+        assert "LP priced from the enumerated columns" in pooled.detail
+    assert pooled.objective_a == plain.objective_a
+    assert pooled.bound_b <= pooled.objective_b + 1e-9
+    if plain.status_b == pooled.status_b == "OPTIMAL":
+        assert pooled.objective_b == pytest.approx(plain.objective_b, abs=1e-7)
