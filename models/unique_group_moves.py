@@ -129,7 +129,14 @@ class _Search:
         self.label = np.full(len(points), -1, dtype=np.int64)
         self.has = np.zeros((len(groups), int(values.max()) + 1), dtype=bool)
         self.costs = np.zeros(len(groups))
-        for g in range(len(groups)):
+        # per group, kept with it: its rows (-1 pads), size, box, and box without each row
+        count, d = len(groups), points.shape[1]
+        self.member = np.full((count, self.hi), -1, dtype=np.int64)
+        self.size = np.zeros(count, dtype=np.int64)
+        self.low, self.high = np.zeros((count, d)), np.zeros((count, d))
+        self.low_without = np.zeros((count, self.hi, d))
+        self.high_without = np.zeros((count, self.hi, d))
+        for g in range(count):
             self._refresh(g)
         self.moves = 0
 
@@ -145,6 +152,22 @@ class _Search:
         self.has[g] = False
         self.has[g, self.values[rows]] = True
         self.costs[g] = self.cost_of(rows)
+        k = len(rows)
+        self.member[g] = -1
+        self.member[g, :k] = rows
+        self.size[g] = k
+        if not k:
+            return
+        chosen = self.points[rows]
+        self.low[g], self.high[g] = chosen.min(axis=0), chosen.max(axis=0)
+        # the box without row j: the rows before j and after j (prefix and suffix extremes)
+        inf = np.full((1, chosen.shape[1]), np.inf)
+        before_low = np.vstack([inf, np.minimum.accumulate(chosen[:-1])])
+        after_low = np.vstack([np.minimum.accumulate(chosen[::-1][:-1])[::-1], inf])
+        before_high = np.vstack([-inf, np.maximum.accumulate(chosen[:-1])])
+        after_high = np.vstack([np.maximum.accumulate(chosen[::-1][:-1])[::-1], -inf])
+        self.low_without[g, :k] = np.minimum(before_low, after_low)
+        self.high_without[g, :k] = np.maximum(before_high, after_high)
 
     def snapshot(self) -> tuple[list[list[int]], np.ndarray]:
         return [list(g) for g in self.members_of], self.costs.copy()
@@ -166,11 +189,7 @@ class _Search:
         near = self.near_of[x]
         candidates = np.unique(self.label[near[near >= 0]])
         candidates = candidates[candidates != a]
-        size = np.array([len(self.members_of[b]) for b in candidates.tolist()], dtype=np.int64)
-        member = np.full((len(candidates), int(size.max(initial=1))), -1, dtype=np.int64)
-        for i, b in enumerate(candidates.tolist()):
-            member[i, :size[i]] = self.members_of[b]
-        return candidates, size, member
+        return candidates, self.size[candidates], self.member[candidates]
 
     def _swappable(self, x: int, a: int, candidates: np.ndarray, member: np.ndarray
                    ) -> np.ndarray:
@@ -193,30 +212,20 @@ class _Search:
         low_a, high_a = points[rest_a].min(axis=0), points[rest_a].max(axis=0)
         best: tuple[float, int, int] = (-math.inf, -1, -1)
         if len(rest_a) >= self.m:  # relocate x to b
-            fits = (size < self.hi) & ~self.has[candidates, self.values[x]]
-            rest_cost = len(rest_a) * float(lengths(low_a, high_a).sum())
-            for b in candidates[fits].tolist():
-                chosen = points[self.members_of[b]]
-                grown = (len(chosen) + 1) * float(lengths(
-                    np.minimum(chosen.min(axis=0), px), np.maximum(chosen.max(axis=0), px)
-                ).sum())
-                gain = self.costs[a] + self.costs[b] - rest_cost - grown
-                if gain > best[0]:
-                    best = (gain, b, -1)
+            fits = candidates[(size < self.hi) & ~self.has[candidates, self.values[x]]]
+            if len(fits):
+                rest_cost = len(rest_a) * float(lengths(low_a, high_a).sum())
+                grown = (self.size[fits] + 1) * lengths(
+                    np.minimum(self.low[fits], px), np.maximum(self.high[fits], px)).sum(axis=1)
+                gain = self.costs[a] + self.costs[fits] - rest_cost - grown
+                at = int(np.argmax(gain))
+                best = (float(gain[at]), int(fits[at]), -1)
         allowed = self._swappable(x, a, candidates, member)
         if allowed.any():  # swap x with y in b, from b's boxes without each of its rows
-            used = member >= 0
-            at = np.where(used, member, 0)
-            block = np.where(used[..., None], points[at], np.nan)
-            width = member.shape[1]
-            low_without = np.empty(block.shape)
-            high_without = np.empty(block.shape)
-            for j in range(width):
-                others = np.delete(block, j, axis=1)
-                low_without[:, j] = np.fmin.reduce(others, axis=1, initial=np.inf)
-                high_without[:, j] = np.fmax.reduce(others, axis=1, initial=-np.inf)
-            into_b = size[:, None] * lengths(np.minimum(low_without, px),
-                                             np.maximum(high_without, px)).sum(axis=2)
+            at = np.where(member >= 0, member, 0)
+            into_b = size[:, None] * lengths(
+                np.minimum(self.low_without[candidates], px),
+                np.maximum(self.high_without[candidates], px)).sum(axis=2)
             y_points = points[at]
             into_a = len(self.members_of[a]) * lengths(
                 np.minimum(low_a, y_points), np.maximum(high_a, y_points)).sum(axis=2)
