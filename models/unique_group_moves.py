@@ -218,8 +218,8 @@ class _Search:
                 grown = (self.size[fits] + 1) * lengths(
                     np.minimum(self.low[fits], px), np.maximum(self.high[fits], px)).sum(axis=1)
                 gain = self.costs[a] + self.costs[fits] - rest_cost - grown
-                at = int(np.argmax(gain))
-                best = (float(gain[at]), int(fits[at]), -1)
+                top = int(np.argmax(gain))
+                best = (float(gain[top]), int(fits[top]), -1)
         allowed = self._swappable(x, a, candidates, member)
         if allowed.any():  # swap x with y in b, from b's boxes without each of its rows
             at = np.where(member >= 0, member, 0)
