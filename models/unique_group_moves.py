@@ -139,6 +139,7 @@ class _Search:
         for g in range(count):
             self._refresh(g)
         self.moves = 0
+        self.dirty: set[int] = set()  # groups changed since the last snapshot
 
     def cost_of(self, rows: list[int]) -> float:
         if not rows:
@@ -170,12 +171,17 @@ class _Search:
         self.high_without[g, :k] = np.maximum(before_high, after_high)
 
     def snapshot(self) -> tuple[list[list[int]], np.ndarray]:
+        """The partition now; later moves mark the groups they change (``dirty``)."""
+        self.dirty = set()
         return [list(g) for g in self.members_of], self.costs.copy()
 
     def restore(self, saved: tuple[list[list[int]], np.ndarray]) -> None:
-        self.members_of = [list(g) for g in saved[0]]
-        for g in range(len(self.members_of)):
+        """Back to the last snapshot, which is ``saved``: only the groups changed since."""
+        for g in sorted(self.dirty):
+            self.members_of[g] = list(saved[0][g])
+        for g in sorted(self.dirty):
             self._refresh(g)
+        self.dirty = set()
 
     def _apply(self, a: int, x: int, b: int, y: int) -> None:
         """``x`` from ``a`` to ``b``; ``y`` (``-1``: none) from ``b`` to ``a``."""
@@ -183,6 +189,7 @@ class _Search:
         self.members_of[b] = [r for r in self.members_of[b] if r != y] + [x]
         self._refresh(a)
         self._refresh(b)
+        self.dirty.update((a, b))
 
     def _candidates(self, x: int, a: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The groups of ``x``'s nearest rows but ``a``, their sizes and rows (``-1`` pads)."""
