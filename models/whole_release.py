@@ -81,11 +81,7 @@ from republish.models.whole_release_columns import Columns, initial_columns, sta
 from republish.models.whole_release_counts import realize_counts
 from republish.models.whole_release_extent_tables import box_point_lengths, tabulated
 from republish.models.whole_release_pair_bound import lower_bound_b
-from republish.models.whole_release_polish import (
-    UNIQUE_SECONDS,
-    UNIQUE_SHARE,
-    regroup_new_release,
-)
+from republish.models.whole_release_polish import regroup_new_release, unique_search_seconds
 from republish.models.whole_release_pricing import nearest_columns
 from republish.models.whole_release_problem import (
     WholeReleaseProblem,
@@ -132,7 +128,7 @@ KEEP_SIGNATURES = True
 SLOT_SHARE = 1.0
 #: Releases the model solves: at most this share of the budget polishes the start by slot
 #: trades, which stop after POLISH_PATIENCE assignments without a gain (a release without
-#: old rows: UNIQUE_SHARE for the free regrouping of models/whole_release_polish.py).
+#: old rows: the free regrouping of models/whole_release_polish.py takes more).
 POLISH_SHARE = 0.05
 POLISH_PATIENCE = 200
 #: Share of a large release's budget its (b) bound may take before the search starts.
@@ -358,7 +354,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         return _by_neighbourhoods(problem, incumbent, candidates, a_star, bound_a, weight,
                                   measure, started, time_limit, seed)
     polish = POLISH_SHARE * time_limit if (problem.bucket >= 0).any() else \
-        min(UNIQUE_SHARE * time_limit, UNIQUE_SECONDS)
+        unique_search_seconds(len(problem.values), time_limit)
     incumbent = _polished(problem, incumbent, candidates, weight, measure,
                           deadline=time.perf_counter() + polish, seed=seed)
     fams = families(problem, counts, math.floor(incumbent.a))
