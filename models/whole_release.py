@@ -412,7 +412,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         bound_b = max(0.0, scip_bound,
                       lower_bound_b(problem, measure, incumbent.a, weight, deadline=grace),
                       cycle_cover_bound(problem, measure, float(incumbent.a), weight,
-                                        deadline=grace))
+                                        deadline=grace)
+                      if len(problem.values) <= CYCLE_COVER_ROWS else 0.0)
     answer = _answer(problem, best, (status_a, status_b), (bound_a, bound_b), started,
                      len(columns.cost), f"{detail}; answer from the {best.source}")
     broken = release_problems(problem, answer.groups, answer.deferred)
