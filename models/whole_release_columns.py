@@ -106,13 +106,6 @@ class Columns:
         return Master(self.members, self.cost, self.a_coef, self.rhs, exact, row_a, radius)
 
 
-#: Heuristic pricing rounds at most between two exact ones (each exact round is a bound).
-#: 0 since exact pricing prunes by the hierarchy extents (session 8): on the first release
-#: of 200 Adult rows at m = 3, 10 s, an exact round (0.4-0.6 s) added 400-5,500 improving
-#: columns and a heuristic one (0.13 s) 12-55; with 5 heuristic rounds between exact ones
-#: column generation was far from converged (bound 38.4, the row bound; release 66.4),
-#: with none it converged (bound 60.6, release 65.1, gap 6.9 %).
-EXACT_EVERY = 0
 #: Column generation's pricing stops at this share of stage 2's budget, so the incumbent
 #: searches and the reduced-cost fixing keep theirs.
 PRICING_SHARE = 0.5
@@ -159,7 +152,6 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     reach = float(radius[np.isfinite(radius)].max(initial=0.0))  # partial pricing's radius
     scale = float(np.ptp(problem.points, axis=0).sum()) if n else 0.0  # no box is larger
     fixing: tuple[Any, float] | None = None  # (relaxation whose duals fix, D_g)
-    since_exact = 0
     lp: IncrementalMaster | None = None  # re-solved from its last basis as columns arrive
     # Every column enumerated but too many to build at once: the LP starts from each row's
     # cheapest columns and the start, and prices the rest by their reduced costs
@@ -193,23 +185,18 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
         bound = max(bound, relaxed.bound_radius if box else -math.inf)
         if not box:
             break
-        # column generation: 40% of the time, ended by an exact round for the bound
+        # column generation: 40% of the time, ended by an exact round for the bound.
+        # Every round prices exactly: since pricing prunes by the hierarchy extents
+        # (session 8) an exact round on the first release of 200 Adult rows (m = 3) added
+        # 400-5,500 improving columns in 0.4-0.6 s, where a heuristic round (a few columns
+        # per anchor) added 12-55 in 0.13 s; with up to 5 heuristic rounds between exact
+        # ones the 10 s bound stayed at the row bound (38.4), without them it reached 60.6.
         last_round = left() < 0.6 * time_limit
 
         def rc_of(block: np.ndarray, relaxed: Relaxation = relaxed) -> np.ndarray:
             block = columns.canonical(block)
             return reduced_costs(block, *columns.attributes(block), relaxed.y, relaxed.y_a)
 
-        quick = None if last_round or since_exact >= EXACT_EVERY else price_families(
-            problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of, quick=True,
-            deadline=price_end)
-        if quick is not None:  # heuristic pricing first: an exact round when it fails
-            fresh = columns.canonical(quick[0][columns.missing(quick[0])])
-            if len(fresh) and (rc_of(fresh) < -1e-9).any():
-                columns.add(fresh[rc_of(fresh) < -1e-9])
-                rounds, since_exact = rounds + 1, since_exact + 1
-                continue
-        since_exact = 0
         result = price_families(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
                                 deadline=price_end)
         exact = result is not None

@@ -43,9 +43,6 @@ TOLERANCE = 1e-9
 #: shrink an anchor's candidate set below that.
 ANCHOR_LIMIT = 5_000
 BISECTIONS = 12
-#: Heuristic pricing: columns tried per anchor, and kept per anchor.
-QUICK_LIMIT = 300
-QUICK_KEEP = 5
 
 
 RcOf = Callable[[np.ndarray], np.ndarray]
@@ -77,8 +74,8 @@ def _greedy_columns(problem: WholeReleaseProblem, family: Family, a: int, near: 
 
 def _best_of_anchor(problem: WholeReleaseProblem, sub: Family, a: int, near: np.ndarray,
                     pool_of: np.ndarray, pi: np.ndarray, theta: float, radius: float,
-                    limit: int, deadline: float, rc_of: RcOf, quick: bool = False,
-                    refine: bool = False) -> tuple[np.ndarray, float] | None:
+                    limit: int, deadline: float, rc_of: RcOf, refine: bool = False
+                    ) -> tuple[np.ndarray, float] | None:
     """The columns anchored at ``a`` of least reduced cost, and a lower bound on their
     reduced cost (exact when columns are returned).
 
@@ -89,22 +86,10 @@ def _best_of_anchor(problem: WholeReleaseProblem, sub: Family, a: int, near: np.
     the least ``c`` whose ``F(c)`` was too large. An ``F(c)`` without a column of reduced
     cost ``<= c`` proves every reduced cost ``> c``; without ``refine`` the search ends
     there (column generation only needs the columns; the bound is refined once it has
-    converged). ``quick``: one try at ``QUICK_LIMIT`` columns, else the greedy columns;
-    the bound is then ``-inf`` (nothing proven)."""
+    converged)."""
     cutoff = min(theta, _greedy_reduced_cost(problem, sub, a, near, pool_of, rc_of))
     others = np.sort(np.maximum(pi[near], 0.0))[::-1][:sub.hi - 1]
     floor = -float(pi[a]) - float(others.sum()) - TOLERANCE
-    if quick:
-        columns = enumerate_columns(problem, sub, limit=min(limit, QUICK_LIMIT), pi=pi,
-                                    radius=radius, theta=cutoff, deadline=deadline,
-                                    first_forced=True)
-        if columns is None:
-            columns = _greedy_columns(problem, sub, a, near, pool_of)
-        if len(columns) == 0:
-            return columns, -math.inf
-        rc = rc_of(columns)
-        keep = np.argsort(rc, kind="stable")[:QUICK_KEEP]
-        return columns[keep[rc[keep] < 0]], -math.inf
     low, high, c = floor, cutoff, cutoff  # no reduced cost <= low; F(high) too large
     for _ in range(BISECTIONS):
         columns = enumerate_columns(problem, sub, limit=limit, radius=radius, pi=pi,
@@ -130,8 +115,8 @@ def _best_of_anchor(problem: WholeReleaseProblem, sub: Family, a: int, near: np.
 def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarray,
                      theta: float, *, limit: int, radius: float = math.inf,
                      deadline: float = math.inf, rc_of: RcOf | None = None,
-                     quick: bool = False, anchors: np.ndarray | None = None,
-                     refine: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+                     anchors: np.ndarray | None = None, refine: bool = False
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
     """The columns of ``family`` with ``|σ|·ext - Σ pi <= theta`` and box extent ``<=
     radius``, as ``(C, hi)`` row indices (``-1`` pads), and per row the least reduced cost
     of the columns anchored at it (``inf``: none found); None past ``limit`` columns or
@@ -140,12 +125,11 @@ def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarra
     With ``rc_of`` (the exact reduced cost of a block of columns, ``>= |σ|·ext - Σ pi``),
     each anchor only keeps columns no worse than ``min(theta, rc(a greedy column))``: its
     best columns, found exactly (column generation needs no more), far fewer when a price
-    is large. Without it, every column under ``theta``. ``quick`` (with ``rc_of``): a few
-    good columns per anchor, no bound (heuristic pricing, tried before an exact round).
-    ``anchors``: price only the columns anchored at these rows (the others' ``least``
-    stays ``inf``); ``refine``: see :func:`_best_of_anchor`, and enumerate with the tight
-    completion bound of :func:`~republish.models.whole_release_counts.enumerate_columns`
-    (slower per partial column, far fewer of them)."""
+    is large. Without it, every column under ``theta``. ``anchors``: price only the
+    columns anchored at these rows (the others' ``least`` stays ``inf``); ``refine``: see
+    :func:`_best_of_anchor`, and enumerate with the tight completion bound of
+    :func:`~republish.models.whole_release_counts.enumerate_columns` (slower per partial
+    column, far fewer of them)."""
     if theta < 0:
         raise ValueError(f"theta must be >= 0, got {theta}")
     least = np.full(len(problem.values), math.inf)
@@ -186,7 +170,7 @@ def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarra
         else:
             best = _best_of_anchor(problem, sub, a, near, pool_of, pi, theta, radius,
                                    min(limit - total, ANCHOR_LIMIT), deadline, rc_of,
-                                   quick, refine)
+                                   refine)
             if best is None:
                 return None
             columns, least[a] = best
@@ -199,8 +183,8 @@ def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarra
 
 def price_families(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndarray,
                    theta: float, limit: int, radius: float = math.inf,
-                   rc_of: RcOf | None = None, quick: bool = False,
-                   deadline: float = math.inf, anchors: np.ndarray | None = None,
+                   rc_of: RcOf | None = None, deadline: float = math.inf,
+                   anchors: np.ndarray | None = None,
                    refine: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`price_by_anchors` over every family of ``fams``: the columns found (one
     block, ``-1`` pads) and per row the least reduced cost of the columns anchored at it
@@ -208,7 +192,7 @@ def price_families(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndar
     found, least = [], np.full(len(problem.values), math.inf)
     for family in fams:
         priced = price_by_anchors(problem, family, pi, max(theta, 0.0), limit=limit,
-                                  radius=radius, rc_of=rc_of, quick=quick, deadline=deadline,
+                                  radius=radius, rc_of=rc_of, deadline=deadline,
                                   anchors=anchors, refine=refine)
         if priced is None:
             return None
