@@ -147,26 +147,21 @@ class _Search:
         self.moves = 0
         self.dirty: set[int] = set()  # groups changed since the last snapshot
 
-    def cost_of(self, rows: list[int]) -> float:
-        if not rows:
-            return 0.0
-        chosen = self.points[rows]
-        return len(rows) * float(self.lengths(chosen.min(axis=0), chosen.max(axis=0)).sum())
-
     def _refresh(self, g: int) -> None:
         rows = self.members_of[g]
         self.label[rows] = g
         self.has[g] = False
         self.has[g, self.values[rows]] = True
-        self.costs[g] = self.cost_of(rows)
         k = len(rows)
         self.member[g] = -1
         self.member[g, :k] = rows
         self.size[g] = k
         if not k:
+            self.costs[g] = 0.0
             return
         chosen = self.points[rows]
         self.low[g], self.high[g] = chosen.min(axis=0), chosen.max(axis=0)
+        self.costs[g] = k * float(self.lengths(self.low[g], self.high[g]).sum())
         # the box without row j: the rows before j and after j (prefix and suffix extremes)
         inf = np.full((1, chosen.shape[1]), np.inf)
         before_low = np.vstack([inf, np.minimum.accumulate(chosen[:-1])])
@@ -217,17 +212,18 @@ class _Search:
         """The largest decrease of the cost by a move of ``x``: (gain, group, partner row
         or ``-1`` for a relocation); None without a candidate."""
         a = int(self.label[x])
-        rest_a = [r for r in self.members_of[a] if r != x]
         candidates, size, member = self._candidates(x, a)
         if not len(candidates):
             return None
         points, lengths, px = self.points, self.lengths, self.points[x]
-        low_a, high_a = points[rest_a].min(axis=0), points[rest_a].max(axis=0)
+        # a's box without x, kept with the group (infinite when x is alone in a)
+        at_x = int(np.flatnonzero(self.member[a] == x)[0])
+        low_a, high_a = self.low_without[a, at_x], self.high_without[a, at_x]
         best: tuple[float, int, int] = (-math.inf, -1, -1)
-        if len(rest_a) >= self.m:  # relocate x to b
+        if self.size[a] > self.m:  # relocate x to b
             fits = candidates[(size < self.hi) & ~self.has[candidates, self.values[x]]]
             if len(fits):
-                rest_cost = len(rest_a) * float(lengths(low_a, high_a).sum())
+                rest_cost = (self.size[a] - 1) * float(lengths(low_a, high_a).sum())
                 grown = (self.size[fits] + 1) * lengths(
                     np.minimum(self.low[fits], px), np.maximum(self.high[fits], px)).sum(axis=1)
                 gain = self.costs[a] + self.costs[fits] - rest_cost - grown
@@ -240,7 +236,7 @@ class _Search:
                 np.minimum(self.low_without[candidates], px),
                 np.maximum(self.high_without[candidates], px)).sum(axis=2)
             y_points = points[at]
-            into_a = len(self.members_of[a]) * lengths(
+            into_a = self.size[a] * lengths(
                 np.minimum(low_a, y_points), np.maximum(high_a, y_points)).sum(axis=2)
             gain = np.where(allowed, self.costs[a] + self.costs[candidates][:, None]
                             - into_a - into_b, -np.inf)

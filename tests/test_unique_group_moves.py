@@ -173,3 +173,13 @@ def test_the_model_answers_a_first_release_no_worse_than_the_regrouped_start() -
     answer = solve_whole_release(problem, time_limit=2.0, hint=(groups, []), seed=0)
     assert answer.objective_a == 0
     assert answer.objective_b <= descent.cost_after + 1e-9
+
+
+def test_single_rows_at_m_1_keep_their_groups() -> None:
+    """At m = 1 a row may be alone: its group's box without it is empty, and a swap prices
+    the partner alone (this crashed when the box was recomputed from the other rows)."""
+    points = np.random.default_rng(0).random((6, 2))
+    values = np.array([0, 1, 2, 0, 1, 2])
+    found = improve_unique_groups(points, values, [np.array([i]) for i in range(6)], 1)
+    assert found.cost_after == 0.0
+    assert sorted(g.tolist() for g in found.groups) == [[i] for i in range(6)]
