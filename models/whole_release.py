@@ -77,8 +77,13 @@ from republish.models.whole_release_bound import (
     rational_weight,
     whole_release_bound,
 )
-from republish.models.whole_release_columns import Columns, initial_columns, stage2
-from republish.models.whole_release_counts import realize_counts
+from republish.models.whole_release_columns import (
+    POOL_PER_ROW,
+    Columns,
+    initial_columns,
+    stage2,
+)
+from republish.models.whole_release_counts import count_columns, realize_counts
 from republish.models.whole_release_extent_tables import box_point_lengths, tabulated
 from republish.models.whole_release_pair_bound import lower_bound_b
 from republish.models.whole_release_polish import regroup_new_release, unique_search_seconds
@@ -93,6 +98,7 @@ from republish.models.whole_release_problem import (
 )
 from republish.models.whole_release_rebuild import rebuild_buckets
 from republish.models.whole_release_slots import trade_slots
+from republish.models.whole_release_tables import TABLE_COLUMNS, TabledPricing
 
 __all__ = [
     "BoxExtent",
@@ -353,18 +359,36 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     if len(problem.values) > WHOLE_MODEL_ROWS:
         return _by_neighbourhoods(problem, incumbent, candidates, a_star, bound_a, weight,
                                   measure, started, time_limit, seed)
-    polish = POLISH_SHARE * time_limit if (problem.bucket >= 0).any() else \
+    fams = families(problem, counts, math.floor(incumbent.a))  # polishing keeps (a)
+    # the same numbers as `measure`, hierarchy QIs read from tables (pricing costs columns)
+    table = tabulated(measure)
+    # every column fits in a table: column generation converges in a fraction of a second
+    # and the MIPs find incumbents, so the local search only gets a small share
+    vectorized = getattr(table, "batch", None) is not None
+    tabled = vectorized and sum(count_columns(f, counts.is_new) for f in fams) <= TABLE_COLUMNS
+    polish = POLISH_SHARE * time_limit if (problem.bucket >= 0).any() or tabled else \
         unique_search_seconds(len(problem.values), time_limit)
     incumbent = _polished(problem, incumbent, candidates, weight, measure,
                           deadline=time.perf_counter() + polish, seed=seed)
-    fams = families(problem, counts, math.floor(incumbent.a))
     # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
     # points, which must bound the extent from below (equal for the box extent).
-    # the same numbers as `measure`, hierarchy QIs read from tables (pricing costs columns)
-    table = tabulated(measure)
     pricing = _pricing_problem(problem, extent, table)
     box = pricing is not None
-    if time_limit - (time.perf_counter() - started) > 0.005:
+    width = max([problem.m * 2 - 1, *counts.signature_size.tolist(),
+                 *(len(g) for c in candidates for g in c.groups)])
+    rhs = int(incumbent.a * weight.denominator) - (weight.numerator * int(counts.is_new.sum())
+                                                   if problem.allow_deferrals else 0)
+    columns = Columns(problem, counts, table, weight, rhs, width)
+    # families whose columns all fit in a table are priced from it (exact, vectorized)
+    pricer = TabledPricing(pricing or problem, columns, fams,
+                           deadline=started + 0.6 * time_limit,
+                           limit=TABLE_COLUMNS if vectorized and (tabled or box) else 0)
+    box = box or bool(pricer.tabled and not pricer.rest)  # the tables price any extent
+    if pricer.tabled and not pricer.rest:  # every column is in the table: start from it
+        parts = [pricer.start_columns(POOL_PER_ROW)]
+        radius = np.full(len(problem.values), -math.inf)  # the pricing rounds bound instead
+        detail = f"every column tabled ({pricer.tabled}), priced from the table"
+    elif time_limit - (time.perf_counter() - started) > 0.005:
         parts, radius, detail = initial_columns(
             pricing or problem, fams, counts.is_new, max_columns,
             deadline=started + 0.6 * time_limit,
@@ -376,11 +400,6 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         parts, radius, detail = [], np.full(len(problem.values), -math.inf), "out of time"
     if not box:  # a radius is a box extent: it says nothing of another extent
         radius = np.where(~np.isposinf(radius), -math.inf, radius)
-    width = max([problem.m * 2 - 1, *counts.signature_size.tolist(),
-                 *(len(g) for c in candidates for g in c.groups)])
-    rhs = int(incumbent.a * weight.denominator) - (weight.numerator * int(counts.is_new.sum())
-                                                   if problem.allow_deferrals else 0)
-    columns = Columns(problem, counts, table, weight, rhs, width)
     for part in parts:
         columns.add(part)
     start = columns.add(as_matrix(incumbent.groups)).tolist() if incumbent.groups else []
@@ -392,7 +411,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         reserve = min(BOUNDS_RESERVE * time_limit, BOUNDS_RESERVE_SECONDS)
         result = stage2(columns, fams, radius, start, box,
                         max(time_limit - (time.perf_counter() - started) - reserve, 0.005),
-                        seed, max_columns, pricing=pricing)
+                        seed, max_columns, pricing=pricing, pricer=pricer)
         stage, scip_bound, detail = result.status, result.bound, f"{detail}; {result.note}"
         groups = [columns.members[c][columns.members[c] >= 0] for c in result.chosen]
         covered = np.zeros(len(problem.values), bool)

@@ -95,10 +95,15 @@ class Master:
 
 def partition_model(master: Master, keep: np.ndarray, integral: bool = True
                     ) -> tuple[model_builder.Model, list[Any], list[Any], Any]:
-    """The set-partitioning model over the columns ``keep``: model, ``x`` (binary, or in
-    ``[0, 1]`` without ``integral``), the cover rows and the (a) row."""
+    """The set-partitioning model over the columns ``keep``: model, ``x`` (binary, or
+    ``>= 0`` without ``integral``), the cover rows and the (a) row.
+
+    The relaxation leaves ``x <= 1`` out: every column covers a row, so its cover row
+    implies it, and without the bound no column of the LP's optimum has a negative reduced
+    cost (at ``x = 1`` one could), which a pricing round's bound would count twice."""
     model = model_builder.Model()
-    x = [model.new_bool_var(f"x[{c}]") if integral else model.new_var(0.0, 1.0, False, None)
+    x = [model.new_bool_var(f"x[{c}]") if integral else model.new_var(0.0, math.inf, False,
+                                                                      None)
          for c in keep.tolist()]
     sub = master.members[keep]
     column, slot = np.nonzero(sub >= 0)

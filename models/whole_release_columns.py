@@ -32,7 +32,6 @@ from republish.models.whole_release_counts import (
     enumerate_columns,
 )
 from republish.models.whole_release_master import IncrementalMaster
-from republish.models.whole_release_pricing import price_families
 from republish.models.whole_release_restricted import (
     BUILD_SECONDS_PER_COLUMN,
     FIXING_COLUMNS_PER_SECOND,
@@ -40,6 +39,7 @@ from republish.models.whole_release_restricted import (
     is_feasible,
     solve_restricted,
 )
+from republish.models.whole_release_tables import TabledPricing, fix_by_pool
 
 
 class Columns:
@@ -66,10 +66,15 @@ class Columns:
         every new row's price and with it the pricing)."""
         problem, counts, p, q = self.problem, self.counts, self.weight.numerator, \
             self.weight.denominator
-        used = block >= 0
-        at = np.maximum(block, 0)
-        size = used.sum(axis=1)
-        kind = np.where(used, problem.bucket[at], -1).max(axis=1)
+        # one member slot at a time (-1 reads an appended sentinel): tables of a million
+        # columns (models/whole_release_tables.py) made (C, k) reductions a bottleneck
+        bucket, is_new = np.append(problem.bucket, -1), np.append(counts.is_new, False)
+        size, kind, new = (np.zeros(len(block), np.int64), np.full(len(block), -1, np.int64),
+                           np.zeros(len(block), np.int64))
+        for at in np.ascontiguousarray(block.T):
+            size += at >= 0
+            np.maximum(kind, bucket[at], out=kind)
+            new += is_new[at]
         sigma = np.where(kind >= 0, np.append(counts.signature_size, 0)[kind],
                          np.maximum(problem.m, size))
         batch = getattr(self.measure, "batch", None)
@@ -77,7 +82,7 @@ class Columns:
             [self.measure(row[row >= 0]) for row in block], dtype=np.float64)
         if not problem.allow_deferrals:  # every new row is covered: -p·new is a constant
             return sigma * spread, q * (sigma - size)
-        return sigma * spread, q * (sigma - size) - p * (used & counts.is_new[at]).sum(axis=1)
+        return sigma * spread, q * (sigma - size) - p * new
 
     def add(self, block: np.ndarray) -> np.ndarray:
         """Add columns (duplicates merged); their indices."""
@@ -129,14 +134,17 @@ class _Stage2:
 
 def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list[int],
             box: bool, time_limit: float, seed: int, limit: int,
-            pricing: WholeReleaseProblem | None = None) -> _Stage2:
+            pricing: WholeReleaseProblem | None = None,
+            pricer: TabledPricing | None = None) -> _Stage2:
     """Price-and-fix (module docstring), with column generation when columns are missing.
 
     After a complete pricing round with duals ``y``, give row ``i`` the least ``ρ_i <= 0`` of
     ``rc_c / |R_c|`` over the missing columns ``c ∋ i``: as a solution covers each row at most
     once, its missing columns add ``>= Σ_i ρ_i`` to ``yᵀb``, so ``D_g = D + Σ_i ρ_i`` bounds
     every solution, and one using a column of reduced cost ``rc >= 0`` costs ``>= D_g + rc``:
-    the fixing enumerates the columns with ``rc <= UB - D_g``."""
+    the fixing enumerates the columns with ``rc <= UB - D_g``. ``pricer``: the tables of
+    the families whose columns were all tabulated (:mod:`republish.models.whole_release_
+    tables`), the others priced by anchors."""
     started = time.perf_counter()
     end = started + time_limit
     price_end = started + PRICING_SHARE * time_limit  # the rest finds and proves incumbents
@@ -157,6 +165,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     # cheapest columns and the start, and prices the rest by their reduced costs
     pooled = complete and len(columns.cost) > POOL_COLUMNS
     entering: np.ndarray | None = None  # pooled: the columns the next solve adds
+    if pricer is None or complete:  # every family priced by anchors
+        pricer = TabledPricing(problem, columns, fams, deadline=price_end, limit=0)
     while left() > 0:
         if lp is None:
             active = np.union1d(cheapest_per_row(
@@ -197,8 +207,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             block = columns.canonical(block)
             return reduced_costs(block, *columns.attributes(block), relaxed.y, relaxed.y_a)
 
-        result = price_families(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
-                                deadline=price_end)
+        result = pricer.price(relaxed, 0.0, limit, rc_of=rc_of, deadline=price_end)
         exact = result is not None
         while result is None or not exact:  # too many to price: a larger radius, no bound
             if result is not None:
@@ -209,8 +218,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 result = None
                 break
             reach = max(reach * 1.5, 1e-3 * scale)
-            result = price_families(problem, fams, relaxed.pi, 0.0, limit, reach,
-                                    deadline=price_end)
+            result = pricer.price(relaxed, 0.0, limit, radius=reach, deadline=price_end)
             exact = False
             if result is None:
                 break
@@ -231,8 +239,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             # converged: the anchors left with a floor are searched up to their least
             # reduced cost (_best_of_anchor's refine), which may still find improving
             # columns (before convergence the bound is loose anyway, and this costs time)
-            sharper = price_families(problem, fams, relaxed.pi, 0.0, limit, rc_of=rc_of,
-                                     deadline=price_end, anchors=unsure, refine=True)
+            sharper = pricer.price(relaxed, 0.0, limit, rc_of=rc_of, deadline=price_end,
+                                   anchors=unsure, refine=True)
             if sharper is not None:
                 per_anchor[unsure] = np.maximum(per_anchor[unsure],
                                                 np.minimum(sharper[1][unsure], 0.0))
@@ -286,6 +294,22 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 keep = np.union1d(keep, best)
             keep = keep.astype(np.int64)
             portion = 0.25 if attempt == "dive" else 0.6
+            if attempt == "restricted" and pricer.covers_all and fixing is not None:
+                # the pool of least reduced cost from the whole table: it may prove itself
+                # (most of the time left: when it proves nothing, the fixing below rarely
+                # fits the rest either)
+                pooled_fix = fix_by_pool(columns, pricer, fixing[0], fixing[1], best, size,
+                                         0.9 * left(), seed)
+                master = columns.master(radius)
+                if pooled_fix.chosen is not None and pooled_fix.value < best_cost:
+                    best, best_cost = pooled_fix.chosen, float(columns.cost[
+                        pooled_fix.chosen].sum())
+                    note += "; incumbent by restricted"
+                if pooled_fix.proven:
+                    return _Stage2("OPTIMAL", best, best_cost, best_cost, note + (
+                        f"; SCIP on the {pooled_fix.pool} columns of least reduced cost, "
+                        "proven by their reduced costs"))
+                continue
             _, found_cols, value, _ = solve_restricted(master, keep, best, portion * left(),
                                                        seed)
             if found_cols is None:
@@ -304,8 +328,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     # only overran the budget)
     fix_limit = max(1, int(min(limit, FIXING_COLUMNS_PER_SECOND * left())))
     if not complete:
-        found_all = price_families(problem, fams, duals.pi, gap, fix_limit, deadline=end,
-                                   refine=True)
+        found_all = pricer.price(duals, gap, fix_limit, deadline=end, refine=True)
         if found_all is None:
             return _Stage2("FEASIBLE", best, best_cost, bound, note + (
                 "; fixing out of time" if time.perf_counter() >= end else "; fixing too large"))

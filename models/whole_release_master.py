@@ -29,7 +29,7 @@ __all__ = ["IncrementalMaster"]
 
 class IncrementalMaster:
     """``min cost·x`` over the columns added so far, ``Σ_{c∋i} x_c = 1`` (``<= 1`` where
-    not ``exact``), ``a_coef·x <= rhs``, ``0 <= x <= 1``."""
+    not ``exact``), ``a_coef·x <= rhs``, ``x >= 0`` (``x <= 1`` is implied)."""
 
     def __init__(self, master: Master, active: np.ndarray | None = None) -> None:
         """The LP over the columns ``active`` of ``master`` (default: all of them)."""
@@ -67,7 +67,7 @@ class IncrementalMaster:
         if fresh:
             self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: false")
         for c in fresh:
-            var = self.solver.NumVar(0.0, 1.0, "")
+            var = self.solver.NumVar(0.0, math.inf, "")  # x <= 1: implied (partition_model)
             self.objective.SetCoefficient(var, float(master.cost[c]))
             for row in master.members[c][master.members[c] >= 0].tolist():
                 self.covers[row].SetCoefficient(var, 1.0)

@@ -44,10 +44,22 @@ def member_boxes(points: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, n
     lowest and highest coordinates of its rows: ``(C, d)`` each, ``inf``/``-inf`` for a
     row without members."""
     members = np.asarray(members, dtype=np.int64)
-    used = members >= 0
-    coords = points[np.where(used, members, 0)]
-    return (np.where(used[:, :, None], coords, np.inf).min(axis=1),
-            np.where(used[:, :, None], coords, -np.inf).max(axis=1))
+    points = np.asarray(points, dtype=np.float64)
+    # per QI and member slot on flat arrays, -1 reading an appended sentinel: on a million
+    # candidate groups this is ten times faster than masking a (C, k, d) gather
+    slots = np.ascontiguousarray(members.T if members.ndim == 2 else members[:, None].T)
+    lows, highs = [], []
+    for q in range(points.shape[1]):
+        below, above = np.append(points[:, q], np.inf), np.append(points[:, q], -np.inf)
+        low, high = np.full(len(members), np.inf), np.full(len(members), -np.inf)
+        for at in slots:
+            np.minimum(low, below[at], out=low)
+            np.maximum(high, above[at], out=high)
+        lows.append(low)
+        highs.append(high)
+    shape = (len(members), points.shape[1])
+    return (np.stack(lows, axis=1) if lows else np.empty(shape),
+            np.stack(highs, axis=1) if highs else np.empty(shape))
 #: The name of each generalization cost (b), as printed beside its value.
 OBJECTIVES: dict[str, str] = {
     "perimeter": "perimeter Σ|G|·Σ extent/range",

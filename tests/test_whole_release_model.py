@@ -11,6 +11,7 @@ from collections import Counter
 from fractions import Fraction
 from functools import cache
 from importlib import resources
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from republish.errors import ParameterError
+from republish.models import whole_release
 from republish.models.whole_release import (
     WholeReleaseProblem,
     WholeReleaseSolution,
@@ -212,8 +214,10 @@ def test_model_equals_brute_force_and_bound_is_valid(problem: WholeReleaseProble
     assert bound.status_a == "OPTIMAL" and bound.objective_a == pytest.approx(float(optimum[0]))
     assert bound.objective_b <= optimum[1] + 1e-9
     assert solution.bound_b <= optimum[1] + 1e-9
-    # a tiny column cap: local columns, column generation, pricing; still exact or bounded
-    capped = solve_whole_release(problem, time_limit=20.0, max_columns=12)
+    # a tiny column cap and no tables: local columns, column generation, anchor pricing;
+    # still exact or bounded (the default above prices from the table of every column)
+    with mock.patch.object(whole_release, "TABLE_COLUMNS", 0):
+        capped = solve_whole_release(problem, time_limit=20.0, max_columns=12)
     check_release(problem, capped)
     assert capped.status_a == "OPTIMAL" and capped.bound_b <= optimum[1] + 1e-9
     assert capped.objective_b >= optimum[1] - TOL
@@ -260,25 +264,35 @@ def test_all_new_rows_match_brute_force(seed: int) -> None:
         domain, allow_deferrals=bool(seed % 3 == 0), deferral_weight=0.75,
         counterfeits_in_new_groups=bool(seed % 4 < 2))
     optimum = brute_force(problem)
-    solution = solve_whole_release(problem, time_limit=20.0)
-    if optimum is None:
-        assert solution.status_a == "INFEASIBLE"
-        return
-    check_release(problem, solution)
-    assert solution.status_b == "OPTIMAL" and solution.objective_a == float(optimum[0])
-    assert solution.objective_b == pytest.approx(optimum[1], abs=TOL)
+    for tables in (whole_release.TABLE_COLUMNS, 0):  # priced from tables, then enumerated
+        with mock.patch.object(whole_release, "TABLE_COLUMNS", tables):
+            solution = solve_whole_release(problem, time_limit=20.0)
+        if optimum is None:
+            assert solution.status_a == "INFEASIBLE"
+            return
+        check_release(problem, solution)
+        assert solution.status_b == "OPTIMAL" and solution.objective_a == float(optimum[0])
+        assert solution.objective_b == pytest.approx(optimum[1], abs=TOL)
     assert whole_release_bound(problem).objective_b <= optimum[1] + 1e-9
 
 
-def test_enumeration_cap_and_custom_extent() -> None:
+def test_enumeration_cap_and_custom_extent(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past max_columns: the box extent still reaches the optimum (column generation prices
-    the missing columns); a custom extent (no pricing) gets a valid answer and bound."""
+    the missing columns by anchors, or from the table of all columns); a custom extent (no
+    pricing) gets a valid answer and bound."""
     rng = np.random.default_rng(3)
     n = 40
     problem = WholeReleaseProblem(rng.random((n, 2)), rng.integers(0, 4, n), np.full(n, -1),
                                   (), 2, 4)
+    tabled = solve_whole_release(problem, time_limit=20.0, max_columns=500)
+    assert "every column tabled" in tabled.detail
+    monkeypatch.setattr(whole_release, "TABLE_COLUMNS", 0)  # anchors price, as above 3M
     exact = solve_whole_release(problem, time_limit=20.0)
     capped = solve_whole_release(problem, time_limit=20.0, max_columns=500)
+    assert "tabled" not in capped.detail
+    check_release(problem, tabled)
+    assert tabled.status_b == "OPTIMAL"
+    assert tabled.objective_b == pytest.approx(exact.objective_b, abs=TOL)
 
     def doubled(rows: np.ndarray) -> float:  # a plain callable: per-column calls, no pricing
         return 2 * box(problem.points, [int(i) for i in rows])

@@ -1,0 +1,184 @@
+"""Pricing from tables of every column (models/whole_release_tables.py) against brute
+force: the table holds each column once, its reduced costs and per-anchor least are those
+of the generic formulas, and the pool fixing's proof only claims true optima."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
+from republish.models.whole_release_bound import Relaxation, reduced_costs
+from republish.models.whole_release_columns import Columns
+from republish.models.whole_release_counts import (
+    BoxExtent,
+    Family,
+    ReleaseCounts,
+    count_columns,
+    families,
+)
+from republish.models.whole_release_master import IncrementalMaster
+from republish.models.whole_release_tables import (
+    FamilyTable,
+    TabledPricing,
+    all_columns,
+    fix_by_pool,
+)
+
+
+def brute_columns(family: Family, is_new: np.ndarray) -> set[tuple[int, ...]]:
+    found = set()
+    pools = [p.tolist() for p in family.pools]
+    for size in range(max(family.lo, 1), family.hi + 1):
+        for chosen in itertools.combinations(range(len(pools)), size):
+            for rows in itertools.product(*(pools[p] for p in chosen)):
+                if family.need_old and all(is_new[list(rows)]):
+                    continue
+                found.add(tuple(sorted(rows)))
+    return found
+
+
+@st.composite
+def random_families(draw: st.DrawFn) -> tuple[Family, np.ndarray]:
+    n = draw(st.integers(1, 14))
+    pools_of = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
+    pools = tuple(np.flatnonzero(np.array(pools_of) == p) for p in range(5))
+    hi = draw(st.integers(1, 4))
+    lo = draw(st.integers(1, hi))
+    is_new = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    return Family(pools, lo, hi, hi, draw(st.booleans())), is_new
+
+
+@settings(max_examples=80, deadline=None)
+@given(random_families(), st.integers(0, 2))
+def test_all_columns_are_every_column_once(drawn: tuple[Family, np.ndarray], extra: int
+                                           ) -> None:
+    family, is_new = drawn
+    width = family.hi + extra
+    table = all_columns(family, is_new, width)
+    expected = brute_columns(family, is_new)
+    rows = [tuple(r[r >= 0].tolist()) for r in table]
+    assert len(rows) == len(set(rows)) == len(expected) == count_columns(family, is_new)
+    assert set(rows) == expected
+    assert table.shape[1] == width
+    for r in table:  # canonical: ascending rows, then the pads
+        used = r[r >= 0]
+        assert (np.diff(used) > 0).all() and (r[len(used):] == -1).all()
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 10**6))
+def test_table_reduced_costs_and_least_per_anchor(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n, width = int(rng.integers(1, 40)), 4
+    members = np.sort(np.where(rng.random((30, width)) < 0.3, n, rng.integers(0, n, (30, width))),
+                      axis=1)
+    members = np.where(members == n, -1, members)
+    members = members[(members >= 0).any(axis=1)]
+    # -1 pads last, as canonical columns
+    members = np.array([np.concatenate([r[r >= 0], r[r < 0]]) for r in members]).reshape(
+        -1, width)
+    cost, a_coef = rng.random(len(members)), rng.integers(-2, 3, len(members))
+    table = FamilyTable.of(members.astype(np.int32), cost, a_coef)
+    y, y_a = rng.normal(size=n), float(-rng.random())
+    relaxed = Relaxation(y, y_a, y, np.zeros(0), np.zeros(0), 0.0, 0.0)
+    rc = table.reduced_costs(relaxed)
+    expected = reduced_costs(table.members.astype(np.int64), table.cost, table.a_coef, y, y_a)
+    assert np.allclose(rc, expected)
+    least = table.least_per_anchor(rc, n)
+    for a in range(n):
+        mine = rc[table.members[:, 0] == a]
+        assert least[a] == (mine.min() if len(mine) else math.inf)
+    assert (table.anchor == table.members[:, 0]).all()
+
+
+def first_release(seed: int, n: int, m: int) -> WholeReleaseProblem:
+    rng = np.random.default_rng(seed)
+    domain = m + int(rng.integers(0, 3))
+    values = np.arange(n) % domain  # m-eligible: every value at most ceil(n / domain) times
+    return WholeReleaseProblem(rng.integers(0, 9, (n, 2)) / 8, rng.permutation(values),
+                               np.full(n, -1), (), m, domain)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pool_fixing_proves_only_optima(seed: int) -> None:
+    """Any pool size: when the pool fixing claims a proof, its value is the optimum (the
+    model over every column); with the whole table as the pool it always proves it."""
+    problem = first_release(seed, 14, 2 + seed % 2)
+    optimum = solve_whole_release(problem, time_limit=20.0)
+    assert optimum.status_b == "OPTIMAL"
+    counts = ReleaseCounts.of(problem)
+    fams = families(problem, counts, 0)
+    width = max(2 * problem.m - 1, 1)
+    columns = Columns(problem, counts, BoxExtent(problem.points), Fraction(1), 0, width)
+    pricer = TabledPricing(problem, columns, fams, deadline=math.inf)
+    assert pricer.covers_all and pricer.tabled == sum(count_columns(f, counts.is_new)
+                                                      for f in fams)
+    columns.add(pricer.start_columns(3))
+    # the hint: a release found in no time (the count plan's, usually not optimal)
+    quick = solve_whole_release(problem, time_limit=1e-4)
+    best = columns.add(np.array([np.pad(g, (0, width - len(g)), constant_values=-1)
+                                 for g in quick.groups])).tolist()
+    master = columns.master(np.full(len(problem.values), -math.inf))
+    relaxed = IncrementalMaster(master).relax(master, 10.0)
+    assert relaxed is not None
+    rc = pricer.table.reduced_costs(relaxed)  # type: ignore[union-attr]
+    floor = relaxed.bound + float(np.minimum(
+        pricer.table.least_per_anchor(rc, len(problem.values)), 0.0).sum())  # type: ignore[union-attr]
+    assert floor <= optimum.objective_b + 1e-9  # a Lagrangian bound
+    proofs = 0
+    for size in (1, 5, 20, pricer.tabled):
+        fixed = fix_by_pool(columns, pricer, relaxed, floor, best, size, 10.0, seed)
+        assert fixed.chosen is not None
+        assert fixed.value >= optimum.objective_b - 1e-7
+        if fixed.proven:
+            proofs += 1
+            assert fixed.value == pytest.approx(optimum.objective_b, abs=1e-7)
+    assert proofs >= 1  # the whole table as the pool proves the optimum
+    assert quick.objective_b > optimum.objective_b + 1e-7  # so a false proof would show
+
+
+def test_first_release_from_tables_matches_enumeration() -> None:
+    """Twenty rows at m = 2 (pairs and triples): the tabled model and the fully enumerated
+    one prove the same optimum."""
+    from unittest import mock
+
+    from republish.models import whole_release
+    problem = first_release(11, 20, 2)
+    tabled = solve_whole_release(problem, time_limit=20.0)
+    with mock.patch.object(whole_release, "TABLE_COLUMNS", 0):
+        enumerated = solve_whole_release(problem, time_limit=20.0)
+    assert "every column tabled" in tabled.detail and "tabled" not in enumerated.detail
+    assert tabled.status_b == enumerated.status_b == "OPTIMAL"
+    assert tabled.objective_b == pytest.approx(enumerated.objective_b, abs=1e-9)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_box_batch_matches_per_group(seed: int) -> None:
+    """The vectorized extents (one member slot at a time) equal the group-by-group ones."""
+    from republish.models.whole_release_extent_tables import TabulatedExtent
+    from republish.objectives import member_boxes
+    rng = np.random.default_rng(seed)
+    n, leaves = int(rng.integers(1, 30)), 5
+    points = np.column_stack([rng.random(n), rng.integers(0, leaves, n)]).astype(float)
+    tree = np.abs(np.subtract.outer(np.arange(leaves), np.arange(leaves))) / leaves
+    measure = TabulatedExtent(points, [None, tree])
+    members = rng.integers(-1, n, (25, 3))
+    got = measure.batch(members)
+    for row, value in zip(members, got, strict=True):
+        used = row[row >= 0]
+        assert value == pytest.approx(measure(used) if len(used) else 0.0)
+    low, high = member_boxes(points, members)
+    for row, lo, hi in zip(members, low, high, strict=True):
+        used = row[row >= 0]
+        if len(used):
+            assert (lo == points[used].min(axis=0)).all() and (hi == points[used].max(axis=0)).all()
+        else:
+            assert np.isposinf(lo).all() and np.isneginf(hi).all()
