@@ -383,11 +383,15 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     pricer = TabledPricing(pricing or problem, columns, fams,
                            deadline=started + 0.6 * time_limit,
                            limit=TABLE_COLUMNS if vectorized and (tabled or box) else 0)
-    box = box or bool(pricer.tabled and not pricer.rest)  # the tables price any extent
-    if pricer.tabled and not pricer.rest:  # every column is in the table: start from it
+    box = box or pricer.prices_all  # the tables price any extent
+    if pricer.prices_all:  # every column is priced from the table: start from it
         parts = [pricer.start_columns(POOL_PER_ROW)]
+        if pricing is not None and not pricer.covers_all:  # and larger columns per row
+            parts += [nearest_columns(pricing, family) for family in fams]
         radius = np.full(len(problem.values), -math.inf)  # the pricing rounds bound instead
-        detail = f"every column tabled ({pricer.tabled}), priced from the table"
+        detail = f"every column tabled ({pricer.tabled}), priced from the table" if \
+            pricer.covers_all else (f"{pricer.tabled} columns tabled, the larger ones "
+                                    "priced by extending them")
     elif time_limit - (time.perf_counter() - started) > 0.005:
         parts, radius, detail = initial_columns(
             pricing or problem, fams, counts.is_new, max_columns,

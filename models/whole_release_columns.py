@@ -246,13 +246,14 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                                                 np.minimum(sharper[1][unsure], 0.0))
                 more = columns.canonical(sharper[0][columns.missing(sharper[0])])
                 priced, rc = np.vstack([priced, more]), np.concatenate([rc, rc_of(more)])
-        least = float(per_anchor.sum())
-        if fixing is None or relaxed.bound + least > fixing[1]:
+        least = float(per_anchor.sum())  # -inf: the round could not price every column
+        if math.isfinite(least) and (fixing is None or relaxed.bound + least > fixing[1]):
             fixing = (relaxed, relaxed.bound + least)
         bound = max(bound, relaxed.bound + least)
         stalled = stalled + 1 if previous - relaxed.bound <= 1e-7 * max(
             1.0, abs(relaxed.bound)) else 0
-        if last_round or -least <= 1e-6 * max(1.0, abs(bound)) or stalled >= STALLED_ROUNDS:
+        converged = math.isfinite(least) and -least <= 1e-6 * max(1.0, abs(bound))
+        if last_round or converged or stalled >= STALLED_ROUNDS:
             break  # out of time, converged, or stalled on degenerate columns
         previous = relaxed.bound
         order = np.argsort(rc, kind="stable")[:max(2 * n, 2000)]

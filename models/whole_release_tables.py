@@ -19,6 +19,7 @@ solution's columns have reduced costs summing to at least ``Σ_a min(0, least_a)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ import numpy as np
 
 from republish.models.whole_release_bound import Relaxation, reduced_costs
 from republish.models.whole_release_counts import Family, count_columns
+from republish.models.whole_release_extension import Extension
 from republish.models.whole_release_pricing import RcOf, price_families
 from republish.models.whole_release_restricted import cheapest_per_row, solve_restricted
 
@@ -43,6 +45,9 @@ __all__ = ["FamilyTable", "TabledPricing", "all_columns"]
 TABLE_COLUMNS = 3_000_000
 #: The LP's start is taken from this many cheapest columns per row of the table.
 START_POOL = 100
+#: Column generation extends the tabled columns only once fewer than this many per row
+#: have a negative reduced cost.
+EXTEND_BELOW = 1.0
 #: A pricing round returns each anchor's best columns and the best ones overall.
 PER_ANCHOR, OVERALL = 5, 2_000
 
@@ -83,6 +88,24 @@ def all_columns(family: Family, is_new: np.ndarray, width: int) -> np.ndarray:
         holds_old = (np.where(out >= 0, ~is_new[np.maximum(out, 0)], False)).any(axis=1)
         out = out[holds_old]
     return out
+
+
+def _stacked(found: list[np.ndarray]) -> np.ndarray:
+    width = max((c.shape[1] for c in found), default=1)
+    return np.vstack([np.hstack([c, np.full((len(c), width - c.shape[1]), -1)])
+                      for c in found]).astype(np.int64) if found else np.zeros((0, 1),
+                                                                               np.int64)
+
+
+def _best_columns(rc: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+    """Indices of each anchor's PER_ANCHOR columns of least negative reduced cost and of
+    the OVERALL least ones."""
+    negative = np.flatnonzero(rc < -1e-9)
+    order = negative[np.lexsort((rc[negative], anchor[negative]))]
+    first = np.searchsorted(anchor[order], anchor[order], "left")
+    per_anchor = order[np.arange(len(order)) - first < PER_ANCHOR]
+    overall = negative[np.argsort(rc[negative], kind="stable")[:OVERALL]]
+    return np.union1d(per_anchor, overall)
 
 
 @dataclass(frozen=True)
@@ -151,15 +174,43 @@ class TabledPricing:
             if used + sizes[f] <= limit:
                 tabled.append(f)
                 used += sizes[f]
+        # all-new families too large: their smaller columns tabled, the rest extended
+        parts = [(fams[f], fams[f].hi) for f in tabled]
+        self.extensions: list[Extension] = []
+        for f in np.argsort(sizes, kind="stable").tolist():
+            family = fams[f]
+            if f in tabled or family.need_old or not limit:
+                continue
+            k = max(family.lo, 1)
+            if used + count_columns(dataclasses.replace(family, hi=k), columns.counts.is_new
+                                    ) > limit:
+                continue
+            while k + 1 < family.hi and used + count_columns(dataclasses.replace(
+                    family, hi=k + 1), columns.counts.is_new) <= limit:
+                k += 1
+            used += count_columns(dataclasses.replace(family, hi=k), columns.counts.is_new)
+            parts.append((family, k))
+            tabled.append(f)
         self.table: FamilyTable | None = None
         if tabled and time.perf_counter() < deadline:
-            members = np.vstack([all_columns(fams[f], columns.counts.is_new, columns.width)
-                                 for f in tabled])
+            blocks = [all_columns(dataclasses.replace(family, hi=k), columns.counts.is_new,
+                                  columns.width) for family, k in parts]
+            members = np.vstack(blocks)
             cost, a_coef = columns.attributes(members) if len(members) else (
                 np.zeros(0), np.zeros(0, np.int64))
+            at = 0
+            for (family, k), block in zip(parts, blocks, strict=True):
+                if k < family.hi:  # all new: |σ| = max(m, k)
+                    is_base = (block >= 0).sum(axis=1) == k
+                    base = block[is_base][:, :k].astype(np.int64)
+                    base_extent = cost[at:at + len(block)][is_base] / max(
+                        columns.problem.m, k)
+                    self.extensions.append(Extension(family, k, base, base_extent))
+                at += len(block)
             self.table = FamilyTable.of(members, cost, a_coef)
         done = set(tabled) if self.table is not None else set()
         self.rest = [fams[f] for f in range(len(fams)) if f not in done]
+        self.columns = columns
 
     @property
     def tabled(self) -> int:
@@ -199,18 +250,29 @@ class TabledPricing:
                 if len(picked) + sum(map(len, found)) > limit:
                     return None
             else:
-                negative = np.flatnonzero(rc < -1e-9)
-                anchor = table.slots[0]
-                order = negative[np.lexsort((rc[negative], anchor[negative]))]
-                first = np.searchsorted(anchor[order], anchor[order], "left")
-                per_anchor = order[np.arange(len(order)) - first < PER_ANCHOR]
-                overall = negative[np.argsort(rc[negative], kind="stable")[:OVERALL]]
-                picked = np.union1d(per_anchor, overall)
+                picked = _best_columns(rc, table.slots[0])
             found.append(table.members[picked])
-        width = max((c.shape[1] for c in found), default=1)
-        block = np.vstack([np.hstack([c, np.full((len(c), width - c.shape[1]), -1)])
-                           for c in found]) if found else np.zeros((0, 1), np.int64)
-        return block, least
+            if rc_of is not None and self.extensions and \
+                    (rc < -1e-9).sum() >= EXTEND_BELOW * self.rows:
+                # partial pricing: the tabled columns alone improve the LP; the larger ones
+                # wait until they are nearly priced out (early duals made the extension
+                # search millions of candidates), and this round bounds nothing
+                least[:] = -math.inf
+                return _stacked(found), least
+        for extension in self.extensions:
+            block, extended_least = extension.price(
+                self.columns, relaxed, theta if rc_of is None else 0.0, anchors, deadline)
+            least = np.minimum(least, extended_least)  # -inf: too many candidates, no bound
+            if rc_of is None:
+                if np.isneginf(extended_least).any():  # not every column was found
+                    return None
+                if len(block) + sum(map(len, found)) > limit:
+                    return None
+                found.append(block)
+            else:
+                rc = rc_of(block)
+                found.append(block[_best_columns(rc, block[:, 0])])
+        return _stacked(found), least
 
     def start_columns(self, per_row: int) -> np.ndarray:
         """Each row's ``per_row`` cheapest columns among the cheapest ``START_POOL`` per row
@@ -227,7 +289,12 @@ class TabledPricing:
 
     @property
     def covers_all(self) -> bool:
-        """Whether every family is tabled (the table then prices every column)."""
+        """Whether every column is in the table."""
+        return self.table is not None and not self.rest and not self.extensions
+
+    @property
+    def prices_all(self) -> bool:
+        """Whether every column is priced from the table (in it, or by extension)."""
         return self.table is not None and not self.rest
 
 

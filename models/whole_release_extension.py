@@ -1,0 +1,193 @@
+"""Exact pricing of a family's larger columns by extending its tabled smaller ones.
+
+The first release of 200 rows at m = 3 has about a million columns of three rows, which
+:mod:`republish.models.whole_release_tables` tabulates, but tens of millions of four and
+billions of five. A column ``C`` of ``t`` rows, all new (``|σ| = max(m, t)``), holds its
+``k`` lowest rows as a tabled column ``P`` (any ``k`` of its rows have distinct values),
+and its extent is at least ``P``'s, so with prices ``pi``::
+
+    rc(C) >= |σ|·ext(C) - Σ_{C} pi >= |σ|·ext(P) - Σ_{P} pi - (the t - k largest
+                                        max(pi, 0) among the rows after P's last)
+
+A partial column is extended only while that bound is below ``theta`` for some size
+``t``; the extent of each extension is computed exactly, so the test tightens at every
+row. Each column arises once, from its sorted prefix, and every column that could have
+``rc <= theta`` is found: the pricing stays exact, per anchor (the lowest row) as the
+table's, so a complete round still gives a valid Lagrangian bound (Nemhauser & Wolsey,
+1988, §II.2; the set-partitioning model of Xiao & Tao, SIGMOD 2007, §4, as stated in
+:mod:`republish.models.whole_release`). This is the anchor pricing of
+:mod:`republish.models.whole_release_pricing` done for all anchors at once, vectorized,
+starting from the table instead of from single rows.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from republish.models.whole_release_bound import Relaxation, reduced_costs
+from republish.models.whole_release_counts import Family
+
+if TYPE_CHECKING:
+    from republish.models.whole_release_columns import Columns
+
+__all__ = ["Extension", "MAX_PARTIALS"]
+
+#: Partial columns (or candidate extensions) at most per level of one pricing call; past
+#: it the call gives up (early rounds, with large prices, can ask for millions).
+MAX_PARTIALS = 3_000_000
+#: Partial columns compared with the ranked prices at once.
+CHUNK = 20_000
+
+
+@dataclass(frozen=True)
+class Extension:
+    """The columns of ``family`` with more than ``k`` rows, priced from its tabled
+    columns of exactly ``k`` rows (``base``: their rows, ``(B, k)`` ascending)."""
+
+    family: Family
+    k: int
+    base: np.ndarray
+    base_extent: np.ndarray  # the extent of each base column
+
+    def price(self, columns: Columns, relaxed: Relaxation, theta: float,
+              anchors: np.ndarray | None = None, deadline: float = math.inf
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """Every column of more than ``k`` rows with reduced cost ``<= theta`` (canonical
+        rows, ``(C, width)``) and, per row, the least reduced cost of those anchored at it
+        (``inf``: none, every such column has ``rc > theta``). Past MAX_PARTIALS
+        candidates only the partial columns with most room are extended, and past
+        ``deadline`` (``time.perf_counter()``) the search stops: some of the columns, and
+        ``least`` is ``-inf`` (no bound)."""
+        n = len(columns.problem.values)
+        m, hi = columns.problem.m, self.family.hi
+        pi = np.asarray(relaxed.pi, dtype=np.float64)
+        least = np.full(n, math.inf)
+        width = columns.width
+        empty = np.zeros((0, width), dtype=np.int64)
+        if hi <= self.k or not len(self.base):
+            return empty, least
+        pool_of = np.full(n + 1, -1, dtype=np.int64)
+        for index, pool in enumerate(self.family.pools):
+            pool_of[pool] = index
+        rows = np.flatnonzero(pool_of[:n] >= 0)
+        gain = np.maximum(pi[rows], 0.0)
+        # after[j, r]: the r largest gains among the family's rows after row rows[j]
+        # (rows[j] excluded), r = 0..hi-k; ids_by_price[j]: those rows by price, highest
+        # first, with their prices (-inf pads)
+        later = len(rows)
+        ranked_ids = np.full((later + 1, later), -1, dtype=np.int64)
+        ranked_pi = np.full((later + 1, later), -np.inf)
+        after = np.zeros((later + 1, hi - self.k + 1))
+        for j in range(later):
+            tail = np.arange(j + 1, later)
+            order = tail[np.argsort(-pi[rows[tail]], kind="stable")]
+            ranked_ids[j, :len(order)] = rows[order]
+            ranked_pi[j, :len(order)] = pi[rows[order]]
+            top = np.cumsum(gain[order][:hi - self.k])
+            after[j, 1:len(top) + 1] = top
+            after[j, len(top) + 1:] = top[-1] if len(top) else 0.0
+        position = np.full(n + 1, later, dtype=np.int64)  # -1 pads read `later`
+        position[rows] = np.arange(later)
+        sizes = np.arange(self.k + 1, hi + 1)
+        sigma = np.maximum(m, sizes).astype(np.float64)
+        tolerance = 1e-9 * max(1.0, abs(theta))
+
+        partial, spread = self.base, self.base_extent
+        if anchors is not None:
+            wanted = np.zeros(n, bool)
+            wanted[anchors] = True
+            chosen = wanted[partial[:, 0]]
+            partial, spread = partial[chosen], spread[chosen]
+        measure = columns.measure
+        # a row's extent with each other row: the extent with a next row is at least the
+        # largest of these over the prefix (and the prefix's own)
+        pairwise = getattr(measure, "pairwise", None)
+        pair_extent = np.asarray(pairwise(np.arange(n), np.arange(n)), dtype=np.float64) \
+            if pairwise is not None else np.zeros((n, n))
+        paid = np.zeros(len(partial))
+        for at in np.ascontiguousarray(partial.T):
+            paid += pi[at]
+        found = []
+        exact = True
+        for size in range(self.k, hi):
+            if not len(partial):
+                break
+            if time.perf_counter() > deadline:
+                exact = False
+                break
+            last = position[partial[:, -1]]
+            # can some size t > size still reach rc <= theta from here?
+            alive = np.zeros(len(partial), bool)
+            slack = np.full(len(partial), -np.inf)  # the most a next row's price must beat
+            for t, s in zip(sizes, sigma, strict=True):
+                if t <= size:
+                    continue
+                rest = after[last, t - size - 1]  # the other rows after the next one
+                need = s * spread - paid - rest - theta - tolerance
+                reach = need < after[last, t - size] - rest + 1e-12
+                alive |= reach
+                slack = np.where(reach, np.maximum(slack, -need), slack)
+            partial, slack, last = partial[alive], slack[alive], last[alive]
+            spread, paid = spread[alive], paid[alive]
+            # the next row's price must reach `-slack`: count the rows after `last` that do
+            # (each row of ranked_pi is sorted, highest first)
+            count = np.zeros(len(partial), dtype=np.int64)
+            for start in range(0, len(partial), CHUNK):
+                part = slice(start, start + CHUNK)
+                count[part] = (ranked_pi[last[part]] >= -slack[part, None]).sum(axis=1)
+            if count.sum() > MAX_PARTIALS:  # the partials with most room only: no bound
+                exact = False
+                by_room = np.argsort(-slack, kind="stable")
+                fits = by_room[np.cumsum(count[by_room]) <= MAX_PARTIALS]
+                partial, last, count = partial[fits], last[fits], count[fits]
+                spread, paid = spread[fits], paid[fits]
+            parent = np.repeat(np.arange(len(partial)), count)
+            offset = np.arange(len(parent)) - np.repeat(np.cumsum(count) - count, count)
+            candidate = ranked_ids[last[parent], offset]
+            fresh = (pool_of[partial[parent]] != pool_of[candidate][:, None]).all(axis=1)
+            parent, candidate = parent[fresh], candidate[fresh]
+            # the extent with the candidate, bounded below by its pairs with the prefix
+            widest = spread[parent]
+            for slot in range(size):
+                np.maximum(widest, pair_extent[partial[parent, slot], candidate], out=widest)
+            spent = paid[parent] + pi[candidate]
+            ok = np.zeros(len(parent), bool)
+            for t, s in zip(sizes, sigma, strict=True):
+                if t > size:
+                    rest = after[position[candidate], t - size - 1]
+                    ok |= s * widest - spent - rest <= theta + tolerance
+            parent, candidate, spent = parent[ok], candidate[ok], spent[ok]
+            grown = np.hstack([partial[parent], candidate[:, None]])
+            if not len(grown):
+                break
+            spread = _extents(measure, grown)
+            paid = spent
+            # columns of size + 1 rows: the exact reduced cost where the bound allows it
+            maybe = np.flatnonzero(max(m, size + 1) * spread - paid <= theta + tolerance)
+            if len(maybe):
+                block = np.full((len(maybe), width), -1, dtype=np.int64)
+                block[:, :size + 1] = grown[maybe]
+                cost, a_coef = columns.attributes(block)
+                rc = reduced_costs(block, cost, a_coef, relaxed.y, relaxed.y_a)
+                np.minimum.at(least, block[:, 0], rc)
+                under = rc <= theta + tolerance
+                if under.any():
+                    found.append(block[under])
+            partial = grown
+        block = np.vstack(found) if found else empty
+        if not exact:
+            least[:] = -math.inf
+        return block, least
+
+
+def _extents(measure: object, members: np.ndarray) -> np.ndarray:
+    batch = getattr(measure, "batch", None)
+    if batch is not None:
+        return np.asarray(batch(members), dtype=np.float64)
+    return np.array([float(measure(row[row >= 0])) for row in members],  # type: ignore[operator]
+                    dtype=np.float64)
