@@ -295,7 +295,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 keep = np.union1d(keep, best)
             keep = keep.astype(np.int64)
             portion = 0.25 if attempt == "dive" else 0.6
-            if attempt == "restricted" and pricer.covers_all and fixing is not None:
+            if attempt == "restricted" and pricer.prices_all and fixing is not None:
                 # the pool of least reduced cost from the whole table: it may prove itself
                 # (most of the time left: when it proves nothing, the fixing below rarely
                 # fits the rest either)

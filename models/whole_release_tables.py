@@ -320,8 +320,11 @@ def fix_by_pool(columns: Columns, pricer: TabledPricing, duals: Relaxation, floo
     has ``rc >= t >= 0`` and SCIP proves the pool's optimum ``v <= floor + t``, ``v`` is
     optimal over all columns. This merges the restricted MIP, which finds the incumbent,
     with the fixing run, which proves it: the first release of 200 rows at m = 2 spent
-    0.15 s on each."""
-    assert pricer.table is not None and pricer.covers_all
+    0.15 s on each.
+
+    Families priced by extension add their columns of reduced cost below ``t`` (at most
+    ``size``; ``t`` falls to the least left out); an extension cut short proves nothing."""
+    assert pricer.table is not None and pricer.prices_all
     table = pricer.table
     rc = table.reduced_costs(duals)
     size = max(1, min(size, len(rc)))
@@ -330,7 +333,23 @@ def fix_by_pool(columns: Columns, pricer: TabledPricing, duals: Relaxation, floo
         pool, outside = parted[:size], float(rc[parted[size]])
     else:
         pool, outside = np.arange(len(rc)), math.inf
-    ids = columns.add(table.members[pool].astype(np.int64))
+    blocks = [table.members[pool].astype(np.int64)]
+    for extension in pricer.extensions:
+        if not math.isfinite(outside):
+            outside = -math.inf  # every larger column would be needed: no proof
+            break
+        extended, least = extension.price(columns, duals, max(outside, 0.0))
+        if np.isneginf(least).any():  # cut short: some column under t may be missing
+            outside = -math.inf
+        extended_rc = reduced_costs(extended, *columns.attributes(extended), duals.y,
+                                    duals.y_a) if len(extended) else np.zeros(0)
+        if len(extended) > size:
+            order = np.argsort(extended_rc, kind="stable")
+            outside = min(outside, float(extended_rc[order[size]]))
+            extended = extended[order[:size]]
+        blocks.append(extended)
+    ids = columns.add(np.vstack([np.hstack([b, np.full((len(b), columns.width - b.shape[1]),
+                                                       -1)]) for b in blocks]))
     master = columns.master(np.full(len(columns.problem.values), -math.inf))
     present = reduced_costs(master.members, master.cost, master.a_coef, duals.y, duals.y_a)
     keep = np.union1d(ids, best).astype(np.int64)
