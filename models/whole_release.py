@@ -34,7 +34,14 @@ columns of least reduced cost gives an incumbent ``UB``; SCIP then solves the mo
 the columns of reduced cost ``<= UB - D``, which contain every cheaper solution
 (Nemhauser & Wolsey, *Integer and Combinatorial Optimization*, 1988, §II.2).
 
-While all columns number at most ``max_columns`` they are enumerated. Past that, the
+A family whose columns all fit in memory (``TABLE_COLUMNS``, 3 million) is tabulated
+once, vectorized, and every pricing round is exact over the table in milliseconds; an
+all-new family too large for that keeps its smallest columns in the table and prices the
+larger ones by extending them (:mod:`republish.models.whole_release_tables`,
+:mod:`republish.models.whole_release_extension`). There, SCIP over the columns of least
+reduced cost proves its answer when every column left out has a reduced cost above the
+gap (:func:`~republish.models.whole_release_tables.fix_by_pool`). Otherwise, while all
+columns number at most ``max_columns`` they are enumerated. Past that, the
 smallest column families are enumerated whole and the others up to a box-extent radius;
 column generation then prices the missing columns by their box extent (enumeration pruned
 by reduced cost, :func:`republish.models.whole_release_bound.enumerate_columns`), exactly
@@ -143,6 +150,10 @@ BOUND_SHARE = 0.35
 #: them all: at most this many (200 rows, m = 3: the 196,000 columns of extent <= 0.63
 #: took 2 s per LP), plus each row's nearest columns up to NEAREST_START_ROWS rows.
 PRICED_START_COLUMNS = 20_000
+#: Seconds left at least for pricing a large all-new family by extension: its table takes
+#: 0.3-0.6 s and each exact round 0.3-0.4 s (200 Adult rows, m = 3), so with less the
+#: anchor pricing and the regrouped start do as well.
+EXTENSION_SECONDS = 1.2
 NEAREST_START_ROWS = 3_000
 
 
@@ -313,8 +324,10 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
 
     ``hint``: a valid release ``(groups, deferred)`` (or a solution); the answer is never
     lexicographically worse. ``workers``/``seed`` go to CP-SAT (count model), the seed to
-    SCIP. ``max_columns`` caps the columns enumerated at once. ``extent``: ``extent(rows) ->
-    float``, >= 0 and monotone under inclusion (default: the box extent of ``points``).
+    SCIP. ``max_columns`` caps the columns enumerated into the model at once (the
+    pricing tables, arrays of rows and costs, have their own cap, ``TABLE_COLUMNS``).
+    ``extent``: ``extent(rows) -> float``, >= 0 and monotone under inclusion (default: the
+    box extent of ``points``).
     Statuses: ``OPTIMAL`` (proven, up to the LP/MIP solvers' 1e-9 tolerances), ``FEASIBLE``
     (the model's answer, unproven), ``HEURISTIC`` (the hint or the count plan's release,
     unimproved), ``TIMEOUT`` (no release found), ``INFEASIBLE``. ``bound_a`` bounds (a);
@@ -382,7 +395,9 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     # families whose columns all fit in a table are priced from it (exact, vectorized)
     pricer = TabledPricing(pricing or problem, columns, fams,
                            deadline=started + 0.6 * time_limit,
-                           limit=TABLE_COLUMNS if vectorized and (tabled or box) else 0)
+                           limit=TABLE_COLUMNS if vectorized and (tabled or box) else 0,
+                           extend=time_limit - (time.perf_counter() - started) >=
+                           EXTENSION_SECONDS)
     box = box or pricer.prices_all  # the tables price any extent
     if pricer.prices_all:  # every column is priced from the table: start from it
         parts = [pricer.start_columns(POOL_PER_ROW)]

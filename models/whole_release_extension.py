@@ -138,6 +138,9 @@ class Extension:
             # (each row of ranked_pi is sorted, highest first)
             count = np.zeros(len(partial), dtype=np.int64)
             for start in range(0, len(partial), CHUNK):
+                if time.perf_counter() > deadline:
+                    exact = False
+                    break
                 part = slice(start, start + CHUNK)
                 count[part] = (ranked_pi[last[part]] >= -slack[part, None]).sum(axis=1)
             if count.sum() > MAX_PARTIALS:  # the partials with most room only: no bound
@@ -163,7 +166,8 @@ class Extension:
                     ok |= s * widest - spent - rest <= theta + tolerance
             parent, candidate, spent = parent[ok], candidate[ok], spent[ok]
             grown = np.hstack([partial[parent], candidate[:, None]])
-            if not len(grown):
+            if not len(grown) or time.perf_counter() > deadline:
+                exact = exact and not len(grown)
                 break
             spread = _extents(measure, grown)
             paid = spent

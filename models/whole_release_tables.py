@@ -166,7 +166,10 @@ class TabledPricing:
     (:func:`~republish.models.whole_release_pricing.price_families`)."""
 
     def __init__(self, problem: WholeReleaseProblem, columns: Columns, fams: list[Family],
-                 deadline: float, limit: int = TABLE_COLUMNS) -> None:
+                 deadline: float, limit: int = TABLE_COLUMNS, extend: bool = True) -> None:
+        """Tabulate the families of at most ``limit`` columns in all (smallest first),
+        and with ``extend`` the all-new family's smallest columns when it is too large
+        (its larger columns then priced by extension). Nothing past ``deadline``."""
         self.problem, self.rows = problem, len(columns.problem.values)
         sizes = [count_columns(f, columns.counts.is_new) for f in fams]
         tabled, used = [], 0
@@ -179,7 +182,7 @@ class TabledPricing:
         self.extensions: list[Extension] = []
         for f in np.argsort(sizes, kind="stable").tolist():
             family = fams[f]
-            if f in tabled or family.need_old or not limit:
+            if f in tabled or family.need_old or not limit or not extend:
                 continue
             k = max(family.lo, 1)
             if used + count_columns(dataclasses.replace(family, hi=k), columns.counts.is_new
@@ -325,6 +328,7 @@ def fix_by_pool(columns: Columns, pricer: TabledPricing, duals: Relaxation, floo
     Families priced by extension add their columns of reduced cost below ``t`` (at most
     ``size``; ``t`` falls to the least left out); an extension cut short proves nothing."""
     assert pricer.table is not None and pricer.prices_all
+    started = time.perf_counter()
     table = pricer.table
     rc = table.reduced_costs(duals)
     size = max(1, min(size, len(rc)))
@@ -338,7 +342,8 @@ def fix_by_pool(columns: Columns, pricer: TabledPricing, duals: Relaxation, floo
         if not math.isfinite(outside):
             outside = -math.inf  # every larger column would be needed: no proof
             break
-        extended, least = extension.price(columns, duals, max(outside, 0.0))
+        extended, least = extension.price(columns, duals, max(outside, 0.0),
+                                          deadline=started + time_limit / 2)
         if np.isneginf(least).any():  # cut short: some column under t may be missing
             outside = -math.inf
         extended_rc = reduced_costs(extended, *columns.attributes(extended), duals.y,
@@ -356,7 +361,8 @@ def fix_by_pool(columns: Columns, pricer: TabledPricing, duals: Relaxation, floo
     left_out = np.ones(len(present), bool)
     left_out[keep] = False
     outside = min(outside, float(present[left_out].min(initial=math.inf)))
-    status, chosen, value, _ = solve_restricted(master, keep, best, time_limit, seed)
+    status, chosen, value, _ = solve_restricted(
+        master, keep, best, time_limit - (time.perf_counter() - started), seed)
     tolerance = 1e-9 * max(1.0, abs(floor))
     proven = status == "OPTIMAL" and outside >= 0 and value <= floor + outside + tolerance
     return PoolFixing(proven, chosen, value, len(keep))
