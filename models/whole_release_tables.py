@@ -4,7 +4,7 @@ Column generation in :mod:`republish.models.whole_release_columns` prices a miss
 column by enumerating, per anchor row, the columns that could still have a negative
 reduced cost (:mod:`republish.models.whole_release_pricing`). That is one Python loop
 per anchor and partial column. A family whose columns all fit in memory (the first
-release of 200 rows at m = 2: about 1.1 million pairs and triples of distinct values) is
+release of 200 Adult rows at m = 2: 949,000 pairs and triples of distinct values) is
 cheaper to enumerate once, vectorized, with each column's cost: a pricing round is then
 ``rc = cost - Σ_{i∈R} y_i - y_a·a_coef`` over the whole table, a few milliseconds, and
 exact, so every round gives a valid Lagrangian bound (Nemhauser & Wolsey, *Integer and
@@ -15,6 +15,11 @@ Each column is anchored at its lowest row. Disjoint columns have distinct anchor
 solution's columns have reduced costs summing to at least ``Σ_a min(0, least_a)``, with
 ``least_a`` the least reduced cost of the columns anchored at ``a`` (the same bound
 :func:`republish.models.whole_release_pricing.price_by_anchors` gives by its anchors).
+
+An all-new family too large for the table keeps its smallest columns in it and prices
+the larger ones by extension (:mod:`republish.models.whole_release_extension`; the first
+release at m = 3: 931,000 triples tabled, groups of four and five rows extended). With a
+table, :func:`fix_by_pool` proves an answer from the columns of least reduced cost.
 """
 
 from __future__ import annotations
@@ -40,8 +45,9 @@ if TYPE_CHECKING:
 __all__ = ["FamilyTable", "TabledPricing", "all_columns"]
 
 #: Columns tabulated at most, over all families (about 40 bytes each with their costs):
-#: the first release of 200 Adult rows at m = 2 has 1.1 million, at m = 3 about 2.6
-#: billion, so in practice this serves m = 2 and small releases.
+#: the first release of 200 Adult rows has 949,000 at m = 2 and 931,000 triples at m = 3
+#: (its four-row columns: about 35 million), so this serves m = 2 and 3 and small
+#: releases.
 TABLE_COLUMNS = 3_000_000
 #: The LP's start is taken from this many cheapest columns per row of the table.
 START_POOL = 100
@@ -119,6 +125,7 @@ class FamilyTable:
     a_coef: np.ndarray
     anchors: np.ndarray  # the distinct anchors, ascending
     starts: np.ndarray  # anchors[j]'s columns: starts[j]:starts[j + 1]
+    slots: np.ndarray  # the members one slot per row (contiguous, for per-slot passes)
 
     @classmethod
     def of(cls, members: np.ndarray, cost: np.ndarray, a_coef: np.ndarray) -> FamilyTable:
@@ -126,7 +133,7 @@ class FamilyTable:
         members, cost, a_coef = members[order], cost[order], a_coef[order]
         starts = np.flatnonzero(np.diff(members[:, 0], prepend=-2))
         return cls(members, cost, a_coef, members[starts, 0].astype(np.int64),
-                   np.append(starts, len(cost)))
+                   np.append(starts, len(cost)), np.ascontiguousarray(members.T))
 
     @property
     def anchor(self) -> np.ndarray:
@@ -141,17 +148,6 @@ class FamilyTable:
         for at in self.slots:
             rc -= y[at]
         return rc
-
-    @property
-    def slots(self) -> np.ndarray:
-        return self._slots()
-
-    def _slots(self) -> np.ndarray:
-        cached = self.__dict__.get("_slot_rows")
-        if cached is None:  # the members one slot per row, contiguous
-            cached = np.ascontiguousarray(self.members.T)
-            object.__setattr__(self, "_slot_rows", cached)
-        return cached
 
     def least_per_anchor(self, rc: np.ndarray, rows: int) -> np.ndarray:
         least = np.full(rows, math.inf)
