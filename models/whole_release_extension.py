@@ -37,11 +37,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Extension", "MAX_PARTIALS"]
 
-#: Partial columns (or candidate extensions) at most per level of one pricing call; past
-#: it the call gives up (early rounds, with large prices, can ask for millions).
+#: Candidate extensions kept at most per level of one pricing call; past it the other
+#: partial columns are not extended (early rounds, with large prices, ask for millions).
 MAX_PARTIALS = 3_000_000
-#: Partial columns compared with the ranked prices at once.
-CHUNK = 20_000
+#: Partial columns whose candidates are formed and tested at once.
+CHUNK = 5_000
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class Extension:
         """Every column of more than ``k`` rows with reduced cost ``<= theta`` (canonical
         rows, ``(C, width)``) and, per row, the least reduced cost of those anchored at it
         (``inf``: none, every such column has ``rc > theta``). Past MAX_PARTIALS
-        candidates only the partial columns with most room are extended, and past
+        candidates the remaining partial columns are not extended, and past
         ``deadline`` (``time.perf_counter()``) the search stops: some of the columns, and
         ``least`` is ``-inf`` (no bound)."""
         n = len(columns.problem.values)
@@ -134,37 +134,39 @@ class Extension:
                 slack = np.where(reach, np.maximum(slack, -need), slack)
             partial, slack, last = partial[alive], slack[alive], last[alive]
             spread, paid = spread[alive], paid[alive]
-            # the next row's price must reach `-slack`: count the rows after `last` that do
-            # (each row of ranked_pi is sorted, highest first)
-            count = np.zeros(len(partial), dtype=np.int64)
-            for start in range(0, len(partial), CHUNK):
-                if time.perf_counter() > deadline:
-                    exact = False
+            # the next row's price must reach `-slack` (each row of ranked_pi is sorted,
+            # highest first); then the candidate's pairs with the prefix bound the extent.
+            # A chunk of partial columns at a time, so only passing candidates are kept.
+            kept_parent, kept_candidate = [], []
+            total = 0
+            for begin in range(0, len(partial), CHUNK):
+                if time.perf_counter() > deadline or total > MAX_PARTIALS:
+                    exact = False  # out of time, or too many: the rest is not extended
                     break
-                part = slice(start, start + CHUNK)
-                count[part] = (ranked_pi[last[part]] >= -slack[part, None]).sum(axis=1)
-            if count.sum() > MAX_PARTIALS:  # the partials with most room only: no bound
-                exact = False
-                by_room = np.argsort(-slack, kind="stable")
-                fits = by_room[np.cumsum(count[by_room]) <= MAX_PARTIALS]
-                partial, last, count = partial[fits], last[fits], count[fits]
-                spread, paid = spread[fits], paid[fits]
-            parent = np.repeat(np.arange(len(partial)), count)
-            offset = np.arange(len(parent)) - np.repeat(np.cumsum(count) - count, count)
-            candidate = ranked_ids[last[parent], offset]
-            fresh = (pool_of[partial[parent]] != pool_of[candidate][:, None]).all(axis=1)
-            parent, candidate = parent[fresh], candidate[fresh]
-            # the extent with the candidate, bounded below by its pairs with the prefix
-            widest = spread[parent]
-            for slot in range(size):
-                np.maximum(widest, pair_extent[partial[parent, slot], candidate], out=widest)
+                part = np.arange(begin, min(begin + CHUNK, len(partial)))
+                count = (ranked_pi[last[part]] >= -slack[part, None]).sum(axis=1)
+                parent = np.repeat(part, count)
+                offset = np.arange(len(parent)) - np.repeat(np.cumsum(count) - count, count)
+                candidate = ranked_ids[last[parent], offset]
+                fresh = (pool_of[partial[parent]] != pool_of[candidate][:, None]).all(axis=1)
+                parent, candidate = parent[fresh], candidate[fresh]
+                widest = spread[parent]
+                for slot in range(size):
+                    np.maximum(widest, pair_extent[partial[parent, slot], candidate],
+                               out=widest)
+                spent = paid[parent] + pi[candidate]
+                ok = np.zeros(len(parent), bool)
+                for t, s in zip(sizes, sigma, strict=True):
+                    if t > size:
+                        rest = after[position[candidate], t - size - 1]
+                        ok |= s * widest - spent - rest <= theta + tolerance
+                kept_parent.append(parent[ok])
+                kept_candidate.append(candidate[ok])
+                total += int(ok.sum())
+            parent = np.concatenate(kept_parent) if kept_parent else np.zeros(0, np.int64)
+            candidate = np.concatenate(kept_candidate) if kept_candidate else \
+                np.zeros(0, np.int64)
             spent = paid[parent] + pi[candidate]
-            ok = np.zeros(len(parent), bool)
-            for t, s in zip(sizes, sigma, strict=True):
-                if t > size:
-                    rest = after[position[candidate], t - size - 1]
-                    ok |= s * widest - spent - rest <= theta + tolerance
-            parent, candidate, spent = parent[ok], candidate[ok], spent[ok]
             grown = np.hstack([partial[parent], candidate[:, None]])
             if not len(grown) or time.perf_counter() > deadline:
                 exact = exact and not len(grown)
