@@ -34,8 +34,9 @@ columns of least reduced cost gives an incumbent ``UB``; SCIP then solves the mo
 the columns of reduced cost ``<= UB - D``, which contain every cheaper solution
 (Nemhauser & Wolsey, *Integer and Combinatorial Optimization*, 1988, §II.2).
 
-A family whose columns all fit in memory (``TABLE_COLUMNS``, 3 million) is tabulated
-once, vectorized, and every pricing round is exact over the table in milliseconds; an
+A family whose columns all fit in memory (``TABLE_COLUMNS``, 3 million, and
+``TABLE_CELLS`` row slots) is tabulated once, vectorized, and every pricing round is
+exact over the table in milliseconds; an
 all-new family too large for that keeps its smallest columns in the table and prices the
 larger ones by extending them (:mod:`republish.models.whole_release_tables`,
 :mod:`republish.models.whole_release_extension`). There, SCIP over the columns of least
@@ -105,7 +106,7 @@ from republish.models.whole_release_problem import (
 )
 from republish.models.whole_release_rebuild import rebuild_buckets
 from republish.models.whole_release_slots import trade_slots
-from republish.models.whole_release_tables import TABLE_COLUMNS, TabledPricing
+from republish.models.whole_release_tables import TABLE_COLUMNS, TabledPricing, table_limit
 
 __all__ = [
     "BoxExtent",
@@ -378,7 +379,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     # every column fits in a table: column generation converges in a fraction of a second
     # and the MIPs find incumbents, so the local search only gets a small share
     vectorized = getattr(table, "batch", None) is not None
-    tabled = vectorized and sum(count_columns(f, counts.is_new) for f in fams) <= TABLE_COLUMNS
+    tabled = vectorized and sum(count_columns(f, counts.is_new) for f in fams) <= min(
+        TABLE_COLUMNS, table_limit(max([problem.m * 2 - 1, *counts.signature_size.tolist()])))
     polish = POLISH_SHARE * time_limit if (problem.bucket >= 0).any() or tabled else \
         unique_search_seconds(len(problem.values), time_limit)
     incumbent = _polished(problem, incumbent, candidates, weight, measure,
@@ -395,7 +397,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     # families whose columns all fit in a table are priced from it (exact, vectorized)
     pricer = TabledPricing(pricing or problem, columns, fams,
                            deadline=started + 0.6 * time_limit,
-                           limit=TABLE_COLUMNS if vectorized and (tabled or box) else 0,
+                           limit=min(TABLE_COLUMNS, table_limit(width))
+                           if vectorized and (tabled or box) else 0,
                            extend=time_limit - (time.perf_counter() - started) >=
                            EXTENSION_SECONDS)
     box = box or pricer.prices_all  # the tables price any extent

@@ -42,13 +42,16 @@ if TYPE_CHECKING:
     from republish.models.whole_release import WholeReleaseProblem
     from republish.models.whole_release_columns import Columns
 
-__all__ = ["FamilyTable", "TabledPricing", "all_columns"]
+__all__ = ["FamilyTable", "TabledPricing", "all_columns", "fix_by_pool", "table_limit"]
 
 #: Columns tabulated at most, over all families (about 40 bytes each with their costs):
 #: the first release of 200 Adult rows has 949,000 at m = 2 and 931,000 triples at m = 3
 #: (its four-row columns: about 35 million), so this serves m = 2 and 3 and small
 #: releases.
 TABLE_COLUMNS = 3_000_000
+#: Cells (columns × row slots) tabulated at most: the rows take 4 bytes a cell, twice
+#: (row-major and per slot), so about 120 MB; m = 3's triples, 5 slots wide, take 4.7M.
+TABLE_CELLS = 15_000_000
 #: The LP's start is taken from this many cheapest columns per row of the table.
 START_POOL = 100
 #: Column generation extends the tabled columns only once fewer than this many per row
@@ -56,6 +59,11 @@ START_POOL = 100
 EXTEND_BELOW = 1.0
 #: A pricing round returns each anchor's best columns and the best ones overall.
 PER_ANCHOR, OVERALL = 5, 2_000
+
+
+def table_limit(width: int) -> int:
+    """The columns a table of ``width`` row slots may hold (TABLE_COLUMNS, TABLE_CELLS)."""
+    return min(TABLE_COLUMNS, TABLE_CELLS // max(width, 1))
 
 
 def all_columns(family: Family, is_new: np.ndarray, width: int) -> np.ndarray:

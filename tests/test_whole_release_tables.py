@@ -248,3 +248,18 @@ def test_model_with_extension_pricing_matches_enumeration(seed: int) -> None:
     assert "priced by extending" in extended.detail
     assert extended.status_b == enumerated.status_b == "OPTIMAL"
     assert extended.objective_b == pytest.approx(enumerated.objective_b, abs=1e-9)
+
+
+def test_table_cells_cap_keeps_large_tables_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TABLE_CELLS bounds a table's memory: past it the model prices as before, and
+    proves the same optimum."""
+    from republish.models import whole_release_tables
+    problem = first_release(5, 16, 2)
+    tabled = solve_whole_release(problem, time_limit=20.0)
+    assert "every column tabled" in tabled.detail
+    monkeypatch.setattr(whole_release_tables, "TABLE_CELLS", 10)
+    assert whole_release_tables.table_limit(3) == 3
+    capped = solve_whole_release(problem, time_limit=20.0)
+    assert "tabled" not in capped.detail
+    assert capped.status_b == tabled.status_b == "OPTIMAL"
+    assert capped.objective_b == pytest.approx(tabled.objective_b, abs=1e-9)
