@@ -14,10 +14,10 @@ A partial column is extended only while that bound is below ``theta`` for some s
 {d}) >= max(ext(P), ext({p, d}) for p in P)`` (monotone extents; a table of pair
 extents), and the extent of each kept extension is then computed exactly, so the test
 tightens at every row. Each column arises once, from its sorted prefix, and every column
-that could have ``rc <= theta`` is found: the pricing stays exact, per anchor (the lowest row) as the
-table's, so a complete round still gives a valid Lagrangian bound (Nemhauser & Wolsey,
-1988, §II.2; the set-partitioning model of Xiao & Tao, SIGMOD 2007, §4, as stated in
-:mod:`republish.models.whole_release`). This is the anchor pricing of
+that could have ``rc <= theta`` is found: the pricing stays exact, per anchor (the lowest
+row) as the table's, so a complete round still gives a valid Lagrangian bound (Nemhauser
+& Wolsey, 1988, §II.2; the set-partitioning model of Xiao & Tao, SIGMOD 2007, §4, as
+stated in :mod:`republish.models.whole_release`). This is the anchor pricing of
 :mod:`republish.models.whole_release_pricing` done for all anchors at once, vectorized,
 starting from the table instead of from single rows.
 """
