@@ -381,8 +381,12 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     vectorized = getattr(table, "batch", None) is not None
     tabled = vectorized and sum(count_columns(f, counts.is_new) for f in fams) <= min(
         TABLE_COLUMNS, table_limit(max([problem.m * 2 - 1, *counts.signature_size.tolist()])))
+    # the all-new family's smallest columns fit in a table: it is priced from tables
+    smallest = [dataclasses.replace(f, hi=max(f.lo, 1)) for f in fams if not f.need_old]
+    extendable = vectorized and bool(smallest) and sum(
+        count_columns(f, counts.is_new) for f in smallest) <= TABLE_COLUMNS
     polish = POLISH_SHARE * time_limit if (problem.bucket >= 0).any() or tabled else \
-        unique_search_seconds(len(problem.values), time_limit)
+        unique_search_seconds(len(problem.values), time_limit, priced_from_tables=extendable)
     incumbent = _polished(problem, incumbent, candidates, weight, measure,
                           deadline=time.perf_counter() + polish, seed=seed)
     # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s

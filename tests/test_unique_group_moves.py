@@ -183,3 +183,20 @@ def test_single_rows_at_m_1_keep_their_groups() -> None:
     found = improve_unique_groups(points, values, [np.array([i]) for i in range(6)], 1)
     assert found.cost_after == 0.0
     assert sorted(g.tolist() for g in found.groups) == [[i] for i in range(6)]
+
+
+def test_search_share_of_a_release_without_old_rows() -> None:
+    """The regrouping's budget: a fifth (at most 5 s) up to 400 rows; 70 % above, where
+    column generation barely starts, unless the model prices from tables and has at
+    least TABLED_LARGE_SECONDS, when column generation converges and gets the time."""
+    from republish.models import whole_release_polish as polish
+
+    assert polish.unique_search_seconds(200, 10.0) == pytest.approx(2.0)
+    assert polish.unique_search_seconds(200, 60.0, priced_from_tables=True) == 5.0
+    assert polish.unique_search_seconds(2000, 10.0) == pytest.approx(7.0)
+    assert polish.unique_search_seconds(2000, 60.0) == pytest.approx(42.0)
+    assert polish.unique_search_seconds(2000, 60.0, priced_from_tables=True) == \
+        pytest.approx(12.0)
+    short = polish.TABLED_LARGE_SECONDS - 1
+    assert polish.unique_search_seconds(2000, short, priced_from_tables=True) == \
+        pytest.approx(0.7 * short)
