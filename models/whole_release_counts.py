@@ -285,7 +285,7 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
                 future = future.copy()
                 future[loose] = np.minimum(future[loose], _tight_gain(
                     problem, family, pools[t + 1:], pi, new_low[loose], new_high[loose],
-                    spread[loose], new_size[loose]))
+                    spread[loose], new_size[loose], deadline))
             ok &= sigma * spread - new_paid - future <= theta + 1e-9
         if family.need_old:
             ok &= new_old | old_later[t]
@@ -317,7 +317,7 @@ TIGHT_BLOCK = 1_000
 
 def _tight_gain(problem: WholeReleaseProblem, family: Family, later: list[np.ndarray],
                 pi: np.ndarray, low: np.ndarray, high: np.ndarray, spread: np.ndarray,
-                size: np.ndarray) -> np.ndarray:
+                size: np.ndarray, deadline: float = math.inf) -> np.ndarray:
     """Per partial column (box ``low..high`` of extent ``spread``, ``size`` rows), an upper
     bound on ``Σ_{x∈S} pi_x - |σ|·(ext(box ∪ S) - spread)`` over the rows ``S`` still to
     come (at most one per pool of ``later``, ``k = hi - size`` of them).
@@ -325,7 +325,10 @@ def _tight_gain(problem: WholeReleaseProblem, family: Family, later: list[np.nda
     The extent grows by at least the largest single increase ``d_x = ext(box ∪ {x}) -
     spread``, which is at least their mean, so the quantity is at most ``Σ_{x∈S} (pi_x -
     |σ|·d_x / k)``, and ``|σ| >= m`` (or the family's signature): the ``k`` largest
-    per-pool maxima of ``max(0, pi_x - |σ|·d_x / k)``."""
+    per-pool maxima of ``max(0, pi_x - |σ|·d_x / k)``. Past ``deadline`` the partial
+    columns left get ``inf`` (no tightening: the caller keeps its loose bound), since a
+    block of a few thousand rows takes a noticeable time and the caller's own deadline
+    is checked only between pools."""
     sigma = family.signature or problem.m
     rows = np.concatenate(later)
     pool = np.repeat(np.arange(len(later)), [len(p) for p in later])
@@ -338,6 +341,9 @@ def _tight_gain(problem: WholeReleaseProblem, family: Family, later: list[np.nda
     left = np.maximum(family.hi - size, 1).astype(np.float64)
     for start in range(0, len(size), TIGHT_BLOCK):
         part = slice(start, start + TIGHT_BLOCK)
+        if time.perf_counter() > deadline:
+            out[start:] = math.inf
+            break
         joined_low = np.minimum(low[part, None, :], x[None])
         joined_high = np.maximum(high[part, None, :], x[None])
         joined = _box_extent(problem, joined_low, joined_high)

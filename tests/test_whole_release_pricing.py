@@ -192,6 +192,26 @@ def test_tight_pruning_drops_no_column_under_theta(case: tuple) -> None:
     assert expected <= as_set[1]
 
 
+def test_tight_gain_past_its_deadline_claims_nothing() -> None:
+    """Past its deadline the tight completion bound returns inf (no tightening, the loose
+    bound stands), before it a finite bound no larger than the loose one."""
+    from republish.models.whole_release_counts import _tight_gain
+    rng = np.random.default_rng(7)
+    problem = WholeReleaseProblem(rng.random((40, 2)), rng.integers(0, 4, 40), np.full(40, -1),
+                                  (), 3, 4)
+    family = families(problem, ReleaseCounts.of(problem), 0)[0]
+    pi = rng.random(40)
+    later = [p for p in family.pools[1:] if len(p)]
+    partial = family.pools[0][:3]
+    low, high = problem.points[partial], problem.points[partial]
+    args = (problem, family, later, pi, low, high, np.zeros(3), np.ones(3, np.int64))
+    on_time = _tight_gain(*args)
+    assert np.isfinite(on_time).all()
+    loose = np.sort(np.concatenate([[pi[p].max()] for p in later]))[::-1][:family.hi - 1].sum()
+    assert (on_time <= loose + 1e-9).all()
+    assert np.isposinf(_tight_gain(*args, deadline=0.0)).all()
+
+
 def test_nearest_columns_cover_every_row_with_a_valid_column() -> None:
     rng = np.random.default_rng(4)
     problem = WholeReleaseProblem(rng.random((30, 3)), rng.integers(0, 5, 30), np.full(30, -1),
