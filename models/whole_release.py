@@ -67,11 +67,15 @@ import dataclasses
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from republish.models.whole_release_answer import (
+    Candidate,
+    certified_solution,
+    release_objectives,
+)
 from republish.models.whole_release_bound import (
     CYCLE_COVER_ROWS,
     BoxExtent,
@@ -93,6 +97,7 @@ from republish.models.whole_release_columns import (
 )
 from republish.models.whole_release_counts import count_columns, realize_counts
 from republish.models.whole_release_extent_tables import box_point_lengths, tabulated
+from republish.models.whole_release_large import solve_by_neighbourhoods
 from republish.models.whole_release_pair_bound import lower_bound_b
 from republish.models.whole_release_polish import regroup_new_release, unique_search_seconds
 from republish.models.whole_release_pricing import nearest_columns
@@ -104,7 +109,6 @@ from republish.models.whole_release_problem import (
     group_signature,
     release_problems,
 )
-from republish.models.whole_release_rebuild import rebuild_buckets
 from republish.models.whole_release_slots import trade_slots
 from republish.models.whole_release_tables import TABLE_COLUMNS, TabledPricing, table_limit
 
@@ -129,24 +133,11 @@ WHOLE_MODEL_ROWS = 2_000
 #: Share of the budget (at most these seconds) kept from stage 2 for the row, pair and
 #: cycle-cover bounds of an unproven answer (0.1-0.15 s on 200 rows).
 BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
-#: The neighbourhoods only regroup rows within their signature, so the next release's
-#: buckets are those of the start. Letting new rows change signature gained far more (b)
-#: on 20,000 Adult rows in 60 s (-20 % at m = 3, -18 % at m = 4) but the chain then spent
-#: more counterfeits in the next releases (4 vs 0 at m = 4, 378 vs 98 at m = 7 over 3
-#: releases): (a) comes first, so signatures are kept (benchmarks/RESULTS.md).
-KEEP_SIGNATURES = True
-#: Share of a large release's search budget given to slot trades
-#: (:mod:`republish.models.whole_release_slots`; they stop early at a local optimum), the
-#: rest to the neighbourhoods. Measured on 20,000 Adult rows, 10 s, release 1: slot trades
-#: alone -12.0 % (m = 3), -9.2 % (m = 7); half the budget each -11.0 %, -7.4 %.
-SLOT_SHARE = 1.0
 #: Releases the model solves: at most this share of the budget polishes the start by slot
 #: trades, which stop after POLISH_PATIENCE assignments without a gain (a release without
 #: old rows: the free regrouping of models/whole_release_polish.py takes more).
 POLISH_SHARE = 0.05
 POLISH_PATIENCE = 200
-#: Share of a large release's budget its (b) bound may take before the search starts.
-BOUND_SHARE = 0.35
 #: With the box extent the missing columns are priced exactly, so the start need not hold
 #: them all: at most this many (200 rows, m = 3: the 196,000 columns of extent <= 0.63
 #: took 2 s per LP), plus each row's nearest columns up to NEAREST_START_ROWS rows.
@@ -156,27 +147,6 @@ PRICED_START_COLUMNS = 20_000
 #: anchor pricing and the regrouped start do as well.
 EXTENSION_SECONDS = 1.2
 NEAREST_START_ROWS = 3_000
-
-
-def _objectives(problem: WholeReleaseProblem, groups: Sequence[np.ndarray], deferred: int,
-                weight: Fraction, extent: Extent) -> tuple[Fraction, float]:
-    sigmas = np.array([len(group_signature(problem, g)) for g in groups], dtype=np.int64)
-    counterfeits = int(sigmas.sum()) - sum(len(g) for g in groups)
-    batch = getattr(extent, "batch", None)
-    if batch is not None and len(groups):  # one vectorized call, not one per group
-        spreads = np.asarray(batch(as_matrix(groups)), dtype=np.float64)
-    else:
-        spreads = np.array([float(extent(g)) for g in groups], dtype=np.float64)
-    return counterfeits + weight * deferred, float((sigmas * spreads).sum())
-
-
-@dataclass
-class _Candidate:
-    a: Fraction
-    b: float
-    groups: list[np.ndarray]
-    deferred: np.ndarray
-    source: str
 
 
 def _check_hint(problem: WholeReleaseProblem, hint: Hint | WholeReleaseSolution
@@ -195,32 +165,8 @@ def _check_hint(problem: WholeReleaseProblem, hint: Hint | WholeReleaseSolution
     return rows, late
 
 
-def _gap(status: str, objective: float, bound: float) -> float | None:
-    if status == "OPTIMAL":
-        return 0.0
-    if not math.isfinite(bound) or not math.isfinite(objective):
-        return None
-    return max(0.0, objective - bound) / max(abs(objective), 1.0)
-
-
-def _answer(problem: WholeReleaseProblem, best: _Candidate | None, statuses: tuple[str, str],
-            bounds: tuple[float, float], started: float, columns: int, detail: str
-            ) -> WholeReleaseSolution:
-    groups = tuple(best.groups) if best else ()
-    sigmas = tuple(group_signature(problem, g) for g in groups)
-    fakes = tuple(s - set(problem.values[g].tolist()) for s, g in zip(sigmas, groups,
-                                                                         strict=True))
-    a = float(best.a) if best else math.inf
-    b = best.b if best else math.inf
-    return WholeReleaseSolution(
-        groups, sigmas, fakes, best.deferred if best else np.zeros(0, np.int64),
-        statuses[0], a, bounds[0], _gap(statuses[0], a, bounds[0]),
-        statuses[1], b, bounds[1], _gap(statuses[1], b, bounds[1]),
-        time.perf_counter() - started, columns, detail)
-
-
-def _polished(problem: WholeReleaseProblem, incumbent: _Candidate, candidates: list[_Candidate],
-              weight: Fraction, measure: Extent, *, deadline: float, seed: int) -> _Candidate:
+def _polished(problem: WholeReleaseProblem, incumbent: Candidate, candidates: list[Candidate],
+              weight: Fraction, measure: Extent, *, deadline: float, seed: int) -> Candidate:
     """The incumbent regrouped freely when the release has no old rows
     (:mod:`republish.models.whole_release_polish`), else after slot trades
     (:mod:`republish.models.whole_release_slots`): a cheaper start gives the model a
@@ -237,65 +183,10 @@ def _polished(problem: WholeReleaseProblem, incumbent: _Candidate, candidates: l
         if not traded.improved:
             return incumbent
         groups = list(traded.groups)
-    a, b = _objectives(problem, groups, len(incumbent.deferred), weight, measure)
-    polished = _Candidate(a, b, groups, incumbent.deferred, "model")
+    a, b = release_objectives(problem, groups, len(incumbent.deferred), weight, measure)
+    polished = Candidate(a, b, groups, incumbent.deferred, "model")
     candidates.append(polished)
     return min(candidates, key=lambda c: (c.a, c.b))
-
-
-def _by_neighbourhoods(problem: WholeReleaseProblem, incumbent: _Candidate,
-                       candidates: list[_Candidate], a_star: Fraction | None, bound_a: float,
-                       weight: Fraction, measure: Extent, started: float, time_limit: float,
-                       seed: int) -> WholeReleaseSolution:
-    """A release too large for the set-partitioning model: the best start improved by
-    large-neighbourhood search (:mod:`republish.models.whole_release_neighbourhoods`) for
-    the rest of the budget; (b) keeps the cycle-cover bound where it is cheap."""
-    from republish.models.whole_release_neighbourhoods import improve_by_neighbourhoods
-    bound_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
-    # the row and pair bounds depend on the problem and A* only: before the search takes
-    # the time (the pair bound's transportation problems take ~3 s at 20,000 Adult rows)
-    rows_bound = lower_bound_b(problem, measure, incumbent.a, weight,
-                               deadline=started + BOUND_SHARE * time_limit) \
-        if a_star is not None else 0.0
-    deadline = started + time_limit * (1 - bound_share)
-    now = time.perf_counter()
-    slots = trade_slots(problem, incumbent.groups, deadline=now + SLOT_SHARE * (deadline - now),
-                        seed=seed, extent=measure)
-    # the trades stop in a local optimum: the time left restarts the buckets from a fresh
-    # construction, kept where it beats the traded grouping, and trades again
-    rebuilt = rebuild_buckets(problem, slots.groups, extent=measure, deadline=deadline)
-    if rebuilt.rebuilt:
-        again = trade_slots(problem, rebuilt.groups, deadline=deadline, seed=seed + 1,
-                            extent=measure)
-        slots = dataclasses.replace(again, solved=slots.solved + again.solved,
-                                    improved=slots.improved + again.improved,
-                                    gain=slots.gain + rebuilt.gain + again.gain)
-    search = improve_by_neighbourhoods(problem, slots.groups, deadline=deadline,
-                                       seed=seed, extent=measure,
-                                       keep_signatures=KEEP_SIGNATURES)
-    groups = list(search.groups)
-    a, b = _objectives(problem, groups, len(incumbent.deferred), weight, measure)
-    if search.improved or slots.improved or rebuilt.rebuilt:
-        candidates.append(_Candidate(a, b, groups, incumbent.deferred, "model"))
-    best = min(candidates, key=lambda c: (c.a, c.b))
-    a_done = a_star is not None and best.a == a_star
-    status_a = "OPTIMAL" if a_done else "FEASIBLE" if best.source == "model" else "HEURISTIC"
-    status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
-    bound_b = rows_bound if a_done else 0.0
-    if bound_share and a_done:
-        bound_b = max(bound_b, cycle_cover_bound(problem, measure, float(incumbent.a), weight,
-                                                 deadline=started + time_limit))
-    detail = (f"rebuild: {rebuilt.rebuilt} of {rebuilt.tried} buckets improved; "
-              f"slot trades: {slots.solved} assignments solved, {slots.improved} improved; "
-              f"large-neighbourhood search: {search.solved} neighbourhoods of "
-              f"{search.groups_per_neighbourhood} groups solved, {search.improved} improved; "
-              f"answer from the {best.source}")
-    answer = _answer(problem, best, (status_a, status_b), (bound_a, bound_b), started, 0,
-                     detail)
-    broken = release_problems(problem, answer.groups, answer.deferred)
-    if broken:
-        raise RuntimeError(f"large-neighbourhood search produced an invalid release: {broken}")
-    return answer
 
 
 def _pricing_problem(problem: WholeReleaseProblem, extent: Extent | None, table: Extent
@@ -350,28 +241,30 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     candidates = []
     if hint is not None:
         groups, late = _check_hint(problem, hint)
-        candidates.append(_Candidate(*_objectives(problem, groups, len(late), weight, measure),
-                                     groups, late, "hint"))
+        candidates.append(Candidate(
+            *release_objectives(problem, groups, len(late), weight, measure), groups, late,
+            "hint"))
     if candidates and candidates[0].a == 0:  # (a) >= 0: the hint's (a) is proven optimal
         plan = CountPlan("OPTIMAL", weight, 0, 0)
     else:
         plan = optimal_counts(problem, time_limit=time_limit / 2, workers=workers, seed=seed)
     bound_a = plan.bound / weight.denominator
     if plan.status == "INFEASIBLE":
-        return _answer(problem, None, ("INFEASIBLE", "INFEASIBLE"), (math.inf, math.inf),
-                       started, 0, "count model infeasible")
+        return certified_solution(problem, None, ("INFEASIBLE", "INFEASIBLE"),
+                                  (math.inf, math.inf), started, 0, "count model infeasible")
     if plan.value is not None and plan.groups is not None:
         groups, late = realize_counts(problem, plan)
-        candidates.append(_Candidate(*_objectives(problem, groups, len(late), weight, measure),
-                                     groups, late, "count plan"))
+        candidates.append(Candidate(
+            *release_objectives(problem, groups, len(late), weight, measure), groups, late,
+            "count plan"))
     if not candidates:
-        return _answer(problem, None, ("TIMEOUT", "TIMEOUT"), (bound_a, 0.0), started, 0,
-                       "count model out of time")
+        return certified_solution(problem, None, ("TIMEOUT", "TIMEOUT"), (bound_a, 0.0),
+                                  started, 0, "count model out of time")
     incumbent = min(candidates, key=lambda c: (c.a, c.b))
     a_star = Fraction(plan.value, weight.denominator) if plan.status == "OPTIMAL" and \
         plan.value is not None else None
     if len(problem.values) > WHOLE_MODEL_ROWS:
-        return _by_neighbourhoods(problem, incumbent, candidates, a_star, bound_a, weight,
+        return solve_by_neighbourhoods(problem, incumbent, candidates, a_star, bound_a, weight,
                                   measure, started, time_limit, seed)
     fams = families(problem, counts, math.floor(incumbent.a))  # polishing keeps (a)
     # the same numbers as `measure`, hierarchy QIs read from tables (pricing costs columns)
@@ -444,8 +337,9 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         for g in groups:
             covered[g] = True
         late = np.flatnonzero(~covered)
-        candidates.append(_Candidate(*_objectives(problem, groups, len(late), weight, measure),
-                                     groups, late, "model"))
+        candidates.append(Candidate(
+            *release_objectives(problem, groups, len(late), weight, measure), groups, late,
+            "model"))
     best = min(candidates, key=lambda c: (c.a, c.b))  # ties: the hint, the count plan
     a_done = a_star is not None and best.a == a_star
     status_a = "OPTIMAL" if a_done else "FEASIBLE" if best.source == "model" else "HEURISTIC"
@@ -459,8 +353,9 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
                       cycle_cover_bound(problem, measure, float(incumbent.a), weight,
                                         deadline=grace)
                       if len(problem.values) <= CYCLE_COVER_ROWS else 0.0)
-    answer = _answer(problem, best, (status_a, status_b), (bound_a, bound_b), started,
-                     len(columns.cost), f"{detail}; answer from the {best.source}")
+    answer = certified_solution(problem, best, (status_a, status_b), (bound_a, bound_b),
+                                started, len(columns.cost),
+                                f"{detail}; answer from the {best.source}")
     broken = release_problems(problem, answer.groups, answer.deferred)
     if broken:
         raise RuntimeError(f"whole-release model produced an invalid release: {broken}")
