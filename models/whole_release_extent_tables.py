@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from republish.models.whole_release_counts import BoxExtent, Extent
-from republish.objectives import ReleaseCost, member_boxes
+from republish.objectives import ReleaseCost, member_boxes, member_ranges
 
 __all__ = ["TabulatedExtent", "box_point_lengths", "tabulated", "unit_points"]
 
@@ -56,24 +56,15 @@ class TabulatedExtent:
         return float(self.lengths(chosen.min(axis=0), chosen.max(axis=0)).sum())
 
     def batch(self, members: np.ndarray) -> np.ndarray:
-        """The extent of each row of ``members`` (``-1`` pads; 0 for no rows). One QI and
-        member slot at a time on flat arrays, ``-1`` reading an appended sentinel: the
+        """The extent of each row of ``members`` (``-1`` pads; 0 for no rows), one QI at a
+        time on flat arrays (:func:`~republish.objectives.member_ranges`): the
         whole-release tables (:mod:`republish.models.whole_release_tables`) cost a million
         groups at once, where a ``(C, k, d)`` gather took most of a second."""
-        members = np.asarray(members, dtype=np.int64)
-        slots = np.ascontiguousarray(members.T if members.ndim == 2 else members[:, None].T)
-        some = np.zeros(len(members), dtype=bool)
-        for at in slots:
-            some |= at >= 0
         total = np.zeros(len(members))
-        for q, table in enumerate(self.tables):
-            column = self.points[:, q]
-            below, above = np.append(column, np.inf), np.append(column, -np.inf)
-            low, high = np.full(len(members), np.inf), np.full(len(members), -np.inf)
-            for at in slots:
-                np.minimum(low, below[at], out=low)
-                np.maximum(high, above[at], out=high)
-            low[~some], high[~some] = 0.0, 0.0
+        for table, (low, high) in zip(self.tables, member_ranges(self.points, members),
+                                      strict=True):
+            none = np.isposinf(low)  # a row without members: extent 0
+            low[none], high[none] = 0.0, 0.0
             if table is None:
                 total += high - low
             else:

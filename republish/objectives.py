@@ -20,7 +20,7 @@ group slots). :data:`OBJECTIVES` names them as printed in every output.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -34,32 +34,40 @@ from republish.schema import Schema
 from republish.tables import encode_qis
 
 __all__ = ["COUNTS_NAME", "OBJECTIVES", "CostName", "ReleaseCost", "counts_name", "member_boxes",
-           "release_cost", "validate_cost"]
+           "member_ranges", "release_cost", "validate_cost"]
 
 CostName = Literal["perimeter", "ncp"]
 
 
-def member_boxes(points: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of ``members`` (``(C, k)`` row indices into ``points``, ``-1`` = none) the
-    lowest and highest coordinates of its rows: ``(C, d)`` each, ``inf``/``-inf`` for a
-    row without members."""
+def member_ranges(points: np.ndarray, members: np.ndarray
+                  ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Per QI of ``points``, the lowest and highest coordinate of each row of ``members``
+    (``(C, k)`` row indices, ``-1`` = none): two flat ``(C,)`` arrays, ``inf``/``-inf``
+    for a row without members. One QI and member slot at a time, ``-1`` reading an
+    appended sentinel: on a million candidate groups this is ten times faster than
+    masking a ``(C, k, d)`` gather."""
     members = np.asarray(members, dtype=np.int64)
     points = np.asarray(points, dtype=np.float64)
-    # per QI and member slot on flat arrays, -1 reading an appended sentinel: on a million
-    # candidate groups this is ten times faster than masking a (C, k, d) gather
     slots = np.ascontiguousarray(members.T if members.ndim == 2 else members[:, None].T)
-    lows, highs = [], []
     for q in range(points.shape[1]):
         below, above = np.append(points[:, q], np.inf), np.append(points[:, q], -np.inf)
         low, high = np.full(len(members), np.inf), np.full(len(members), -np.inf)
         for at in slots:
             np.minimum(low, below[at], out=low)
             np.maximum(high, above[at], out=high)
-        lows.append(low)
-        highs.append(high)
-    shape = (len(members), points.shape[1])
-    return (np.stack(lows, axis=1) if lows else np.empty(shape),
-            np.stack(highs, axis=1) if highs else np.empty(shape))
+        yield low, high
+
+
+def member_boxes(points: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``members`` (``(C, k)`` row indices into ``points``, ``-1`` = none) the
+    lowest and highest coordinates of its rows: ``(C, d)`` each, ``inf``/``-inf`` for a
+    row without members (:func:`member_ranges`, stacked)."""
+    ranges = list(member_ranges(points, members))
+    shape = (len(members), np.shape(points)[1])
+    return (np.stack([low for low, _ in ranges], axis=1) if ranges else np.empty(shape),
+            np.stack([high for _, high in ranges], axis=1) if ranges else np.empty(shape))
+
+
 #: The name of each generalization cost (b), as printed beside its value.
 OBJECTIVES: dict[str, str] = {
     "perimeter": "perimeter Σ|G|·Σ extent/range",
