@@ -35,7 +35,7 @@ from republish.models.whole_release_counts import Family, enumerate_columns
 if TYPE_CHECKING:
     from republish.models.whole_release import WholeReleaseProblem
 
-__all__ = ["RcOf", "nearest_columns", "price_by_anchors", "price_families"]
+__all__ = ["RcOf", "nearest_columns", "price_by_anchors", "price_families", "stack_columns"]
 
 #: Slack on the radius test (the duals come from a floating-point LP).
 TOLERANCE = 1e-9
@@ -198,10 +198,17 @@ def price_families(problem: WholeReleaseProblem, fams: list[Family], pi: np.ndar
             return None
         found.append(priced[0])
         least = np.minimum(least, priced[1])
-    width = max((c.shape[1] for c in found), default=1)
-    block = np.vstack([np.hstack([c, np.full((len(c), width - c.shape[1]), -1)])
-                       for c in found]) if found else np.zeros((0, 1), np.int64)
-    return block, least
+    return stack_columns(found), least
+
+
+def stack_columns(blocks: list[np.ndarray]) -> np.ndarray:
+    """Blocks of columns (row indices, ``-1`` pads) of any widths as one ``int64`` block,
+    padded to the widest."""
+    if not blocks:
+        return np.zeros((0, 1), np.int64)
+    width = max(c.shape[1] for c in blocks)
+    return np.vstack([np.hstack([c, np.full((len(c), width - c.shape[1]), -1)])
+                      for c in blocks]).astype(np.int64, copy=False)
 
 
 def nearest_columns(problem: WholeReleaseProblem, family: Family) -> np.ndarray:

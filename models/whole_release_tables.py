@@ -35,7 +35,7 @@ import numpy as np
 from republish.models.whole_release_bound import Relaxation, reduced_costs
 from republish.models.whole_release_counts import Family, count_columns
 from republish.models.whole_release_extension import Extension
-from republish.models.whole_release_pricing import RcOf, price_families
+from republish.models.whole_release_pricing import RcOf, price_families, stack_columns
 from republish.models.whole_release_restricted import cheapest_per_row, solve_restricted
 
 if TYPE_CHECKING:
@@ -102,13 +102,6 @@ def all_columns(family: Family, is_new: np.ndarray, width: int) -> np.ndarray:
         holds_old = (np.where(out >= 0, ~is_new[np.maximum(out, 0)], False)).any(axis=1)
         out = out[holds_old]
     return out
-
-
-def _stacked(found: list[np.ndarray]) -> np.ndarray:
-    width = max((c.shape[1] for c in found), default=1)
-    return np.vstack([np.hstack([c, np.full((len(c), width - c.shape[1]), -1)])
-                      for c in found]).astype(np.int64) if found else np.zeros((0, 1),
-                                                                               np.int64)
 
 
 def _best_columns(rc: np.ndarray, anchor: np.ndarray) -> np.ndarray:
@@ -265,7 +258,7 @@ class TabledPricing:
                 # wait until they are nearly priced out (early duals made the extension
                 # search millions of candidates), and this round bounds nothing
                 least[:] = -math.inf
-                return _stacked(found), least
+                return stack_columns(found), least
         for extension in self.extensions:
             block, extended_least = extension.price(
                 self.columns, relaxed, theta if rc_of is None else 0.0, anchors, deadline)
@@ -279,7 +272,7 @@ class TabledPricing:
             else:
                 rc = rc_of(block)
                 found.append(block[_best_columns(rc, block[:, 0])])
-        return _stacked(found), least
+        return stack_columns(found), least
 
     def start_columns(self, per_row: int) -> np.ndarray:
         """Each row's ``per_row`` cheapest columns among the cheapest ``START_POOL`` per row
@@ -357,8 +350,7 @@ def fix_by_pool(columns: Columns, pricer: TabledPricing, duals: Relaxation, floo
             outside = min(outside, float(extended_rc[order[size]]))
             extended = extended[order[:size]]
         blocks.append(extended)
-    ids = columns.add(np.vstack([np.hstack([b, np.full((len(b), columns.width - b.shape[1]),
-                                                       -1)]) for b in blocks]))
+    ids = columns.add(stack_columns(blocks))
     master = columns.master(np.full(len(columns.problem.values), -math.inf))
     present = reduced_costs(master.members, master.cost, master.a_coef, duals.y, duals.y_a)
     keep = np.union1d(ids, best).astype(np.int64)
