@@ -58,11 +58,11 @@ class Extension:
 
     def price(self, columns: Columns, relaxed: Relaxation, theta: float,
               anchors: np.ndarray | None = None, deadline: float = math.inf
-              ) -> tuple[np.ndarray, np.ndarray]:
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every column of more than ``k`` rows with reduced cost ``<= theta`` (canonical
-        rows, ``(C, width)``) and, per row, the least reduced cost of those anchored at it
-        (``inf``: none, every such column has ``rc > theta``). Past MAX_PARTIALS
-        candidates the remaining partial columns are not extended, and past
+        rows, ``(C, width)``), their reduced costs, and per row the least reduced cost of
+        those anchored at it (``inf``: none, every such column has ``rc > theta``). Past
+        MAX_PARTIALS candidates the remaining partial columns are not extended, and past
         ``deadline`` (``time.perf_counter()``) the search stops: some of the columns, and
         ``least`` is ``-inf`` (no bound)."""
         n = len(columns.problem.values)
@@ -72,7 +72,7 @@ class Extension:
         width = columns.width
         empty = np.zeros((0, width), dtype=np.int64)
         if hi <= self.k or not len(self.base):
-            return empty, least
+            return empty, np.zeros(0), least
         pool_of = np.full(n + 1, -1, dtype=np.int64)
         for index, pool in enumerate(self.family.pools):
             pool_of[pool] = index
@@ -114,7 +114,7 @@ class Extension:
         paid = np.zeros(len(partial))
         for at in np.ascontiguousarray(partial.T):
             paid += pi[at]
-        found = []
+        found, found_rc = [], []
         exact = True
         for size in range(self.k, hi):
             if not len(partial):
@@ -186,11 +186,12 @@ class Extension:
                 under = rc <= theta + tolerance
                 if under.any():
                     found.append(block[under])
+                    found_rc.append(rc[under])
             partial = grown
         block = np.vstack(found) if found else empty
         if not exact:
             least[:] = -math.inf
-        return block, least
+        return block, np.concatenate(found_rc) if found_rc else np.zeros(0), least
 
 
 def _extents(measure: object, members: np.ndarray) -> np.ndarray:

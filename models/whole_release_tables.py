@@ -260,7 +260,7 @@ class TabledPricing:
                 least[:] = -math.inf
                 return stack_columns(found), least
         for extension in self.extensions:
-            block, extended_least = extension.price(
+            block, block_rc, extended_least = extension.price(
                 self.columns, relaxed, theta if rc_of is None else 0.0, anchors, deadline)
             least = np.minimum(least, extended_least)  # -inf: too many candidates, no bound
             if rc_of is None:
@@ -269,9 +269,8 @@ class TabledPricing:
                 if len(block) + sum(map(len, found)) > limit:
                     return None
                 found.append(block)
-            else:
-                rc = rc_of(block)
-                found.append(block[_best_columns(rc, block[:, 0])])
+            else:  # the reduced costs rc_of would give: the same duals
+                found.append(block[_best_columns(block_rc, block[:, 0])])
         return stack_columns(found), least
 
     def start_columns(self, per_row: int) -> np.ndarray:
@@ -339,12 +338,10 @@ def fix_by_pool(columns: Columns, pricer: TabledPricing, duals: Relaxation, floo
         if not math.isfinite(outside):
             outside = -math.inf  # every larger column would be needed: no proof
             break
-        extended, least = extension.price(columns, duals, max(outside, 0.0),
-                                          deadline=started + time_limit / 2)
+        extended, extended_rc, least = extension.price(columns, duals, max(outside, 0.0),
+                                                       deadline=started + time_limit / 2)
         if np.isneginf(least).any():  # cut short: some column under t may be missing
             outside = -math.inf
-        extended_rc = reduced_costs(extended, *columns.attributes(extended), duals.y,
-                                    duals.y_a) if len(extended) else np.zeros(0)
         if len(extended) > size:
             order = np.argsort(extended_rc, kind="stable")
             outside = min(outside, float(extended_rc[order[size]]))

@@ -218,10 +218,11 @@ def test_extension_finds_every_column_under_theta(seed: int, theta: float) -> No
     y[chosen] += (above + 0.01) / len(chosen)
     rc = reduced_costs(larger, cost, a_coef, y, 0.0)
     relaxed = Relaxation(y, 0.0, y, np.zeros(0), np.zeros(0), 0.0, 0.0)
-    block, least = extension.price(columns, relaxed, theta)
+    block, block_rc, least = extension.price(columns, relaxed, theta)
     expected = {tuple(r.tolist()) for r in larger[rc <= theta + 1e-9]}
     got = [tuple(r.tolist()) for r in block]
     assert len(got) == len(set(got)) and set(got) == expected
+    assert np.allclose(block_rc, reduced_costs(block, *columns.attributes(block), y, 0.0))
     assert 0 < len(expected) < len(larger)  # some columns pass, not all
     for a in range(n):
         mine = rc[(larger[:, 0] == a) & (rc <= theta + 1e-9)]
