@@ -282,21 +282,10 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 continue
             picked, value = keep.tolist(), float(columns.cost[keep].sum())
         else:  # fix x* > 0.9 (dive) or nothing; the rest from the columns of least rc
-            fixed = np.flatnonzero(xs > 0.9) if attempt == "dive" else np.zeros(0, np.int64)
-            taken = np.zeros(n + 1, bool)
-            taken[master.members[fixed]] = True
-            free = np.flatnonzero(~taken[np.where(master.members < 0, n, master.members)]
-                                  .any(axis=1))
             size = max(5 * n, min(30 * n, 20_000)) if attempt == "restricted" else 0
-            pool = free[np.argsort(rc[free], kind="stable")[:size]]
-            keep = np.union1d(np.union1d(fixed, pool), free[xs[free] > 1e-9])
-            keep = np.union1d(keep, cheapest_per_row(master.members[free], rc[free], free, 20))
-            if attempt == "restricted":  # the incumbent too: the hint is then a solution
-                keep = np.union1d(keep, best)
-            keep = keep.astype(np.int64)
-            portion = 0.25 if attempt == "dive" else 0.6
             if attempt == "restricted" and pricer.prices_all and fixing is not None:
-                # the pool of least reduced cost from the whole table: it may prove itself
+                # the pool of least reduced cost from the whole table (not only the LP's
+                # columns, so the restricted pool below is not built): it may prove itself
                 # (most of the time left: when it proves nothing, the fixing below rarely
                 # fits the rest either)
                 pooled_fix = fix_by_pool(columns, pricer, fixing[0], fixing[1], best, size,
@@ -311,6 +300,18 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                         f"; SCIP on the {pooled_fix.pool} columns of least reduced cost, "
                         "proven by their reduced costs"))
                 continue
+            fixed = np.flatnonzero(xs > 0.9) if attempt == "dive" else np.zeros(0, np.int64)
+            taken = np.zeros(n + 1, bool)
+            taken[master.members[fixed]] = True
+            free = np.flatnonzero(~taken[np.where(master.members < 0, n, master.members)]
+                                  .any(axis=1))
+            pool = free[np.argsort(rc[free], kind="stable")[:size]]
+            keep = np.union1d(np.union1d(fixed, pool), free[xs[free] > 1e-9])
+            keep = np.union1d(keep, cheapest_per_row(master.members[free], rc[free], free, 20))
+            if attempt == "restricted":  # the incumbent too: the hint is then a solution
+                keep = np.union1d(keep, best)
+            keep = keep.astype(np.int64)
+            portion = 0.25 if attempt == "dive" else 0.6
             _, found_cols, value, _ = solve_restricted(master, keep, best, portion * left(),
                                                        seed)
             if found_cols is None:
