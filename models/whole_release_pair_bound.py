@@ -38,54 +38,75 @@ counterfeit. Validity of :func:`pair_bound`:
    the group, so ``r_q(k+1) >= r_q(k)·(k+2)/k``), hence ``|R(G)|·ext >= (s_b /
    r_q(s_b))·Σ_{real pairs} d_q``: the arc costs, and the bound, are the same.
 
+4. **Weights.** Step 1 holds with any ``λ_{b,q,p} >= 0`` in place of ``1 / r_q(s_b)``
+   that stays in the separation polytope of QI ``q`` (``Σ_p λ_p·d_q(G_p) <= ext_q(G)``
+   for every group, :mod:`republish.models.whole_release_pair_weights`), chosen per
+   bucket, QI and pair of values; the uniform weights are one such point. The transporta-
+   tion problems are kept and solved again under weights proposed by cutting planes, and
+   the best point's ``Σ_{u<v} F(u, v)`` is the bound. Not for NCP, whose step 3 needs the
+   uniform weights.
+
 Costs are rounded down to integers (``SCALE`` units), which keeps the bound valid; rows
 equal in every coordinate share one node. Measured on 20,000 Adult rows (m = 3, release
-2): 10,344 against the row bound's 7,490, about 3 s (the transportation problems). Of the
-gap to the best release found (15,340 in 60 s), the primal's own groups show where it is:
-their pair relaxation is 13,323, so 14 % is lost in step 1 (education and native-country,
-whose trees give ``r = 3`` where a line gives 2) and the rest in step 2 or in the release.
+2), with the 10 s release's 16,928: the row bound 7,490; uniform weights 11,311 (gap 33 %),
+about 3 s; weights searched 13,376 after one round and 13,562 after twelve (gap 20 %),
+3.3 s a round. In the uniform bound, education and native-country (trees where three
+leaves give ``r = 3`` and a line 2) lost most; the weights move them onto the pairs of
+values that pay.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
-from ortools.graph.python import min_cost_flow
 
 from republish.models.whole_release_capacity import Chain, budget
 from republish.models.whole_release_counts import Extent, ReleaseCounts
+from republish.models.whole_release_pair_network import (
+    SCALE,
+    Nodes,
+    PairNetwork,
+    Side,
+    build_network,
+    nodes_of,
+    qi_distances,
+)
+from republish.models.whole_release_pair_weights import LINE, improve_weights
 from republish.models.whole_release_row_bound import _separable, row_bound
 from republish.objectives import ReleaseCost
 
 if TYPE_CHECKING:
     from republish.models.whole_release_problem import WholeReleaseProblem
 
-__all__ = ["PairBound", "lower_bound_b", "pair_bound"]
+__all__ = ["SCALE", "PairBound", "lower_bound_b", "pair_bound"]
 
-#: Integer units per unit of extent in the transportation problems (rounded down).
-SCALE = 10_000
 #: Arcs of one transportation problem above which it is skipped (counts 0): 20,000 Adult
 #: rows need at most ~0.9M (m = 3, 4; about 0.1 s each); a 200,000-row census far more.
 MAX_ARCS = 4_000_000
+#: Pair extents (arcs × QIs, 4 bytes each) kept for the weights' rounds at most: 20,000
+#: Adult rows at m = 3 keep 23M (5.7M arcs of 4 QIs).
+STORED_LENGTHS = 40_000_000
 
 
 @dataclass(frozen=True)
 class PairBound:
     """``bound``: a lower bound on (b) over releases of (a) ``<= a_star``; ``per_pair``
     each pair of values' part; ``complete``: every pair was solved before the deadline
-    (otherwise the missing pairs count 0)."""
+    (otherwise the missing pairs count 0); ``rounds``: weight proposals evaluated after
+    the uniform weights (step 4)."""
 
     bound: float
     per_pair: dict[tuple[int, int], float]
     complete: bool
     wall_time_s: float
+    rounds: int = 0
 
 
 def _line_ratio(s: int) -> int:
@@ -134,128 +155,20 @@ def _chain_ratio(chain: Chain, s: int) -> float:
     return ratio
 
 
-def _pair_cost(numeric: list[np.ndarray], chains: list[Chain], ratios: list[float],
-               rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
-    """``(len(rows_a), len(rows_b))`` pair costs ``Σ_q d_q / r_q``."""
-    cost = np.zeros((len(rows_a), len(rows_b)))
-    q = 0
-    for x in numeric:
-        cost += np.abs(x[rows_a][:, None] - x[rows_b][None, :]) / ratios[q]
-        q += 1
-    for cells, costs in chains:
-        pending = np.ones_like(cost, dtype=bool)
-        pair = np.zeros_like(cost)
-        for level in range(cells.shape[0]):
-            meet = pending & (cells[level, rows_a][:, None] == cells[level, rows_b][None, :])
-            pair[meet] = np.broadcast_to(costs[level, rows_a][:, None], cost.shape)[meet]
-            pending &= ~meet
-        cost += pair / ratios[q]
-        q += 1
-    return cost
-
-
-Nodes = tuple[np.ndarray, np.ndarray]  # a representative row per distinct point, its count
-
-
-@dataclass(frozen=True)
-class _Side:
-    """One bucket's part of the pairing of values ``u`` and ``v``: its old rows of each
-    (nodes), the counterfeits of each it may hold, and its pair cost (integer units)."""
-
-    old_u: Nodes
-    old_v: Nodes
-    fakes_u: int
-    fakes_v: int
-    cost: Callable[[np.ndarray, np.ndarray], np.ndarray]
-
-
-def _flow(sides: list[_Side], new_u: Nodes, new_v: Nodes, fakes_u: int, fakes_v: int
-          ) -> int | None:
-    """Least integer cost of pairing, in every bucket of ``sides``, each old row of ``u``
-    and of ``v`` with a partner of the other value: an old row of the bucket, a new row
-    (each in one bucket at most), or a counterfeit (at most the bucket's and ``fakes_*``
-    over all buckets). None when no pairing exists or the network has more than
-    MAX_ARCS arcs."""
-    supply_u = sum(int(side.old_u[1].sum()) for side in sides)
-    demand_v = sum(int(side.old_v[1].sum()) for side in sides)
-    if not supply_u and not demand_v:
-        return 0
-    (nu, mu), (nv, mv) = new_u, new_v
-    p, r = len(nu), len(nv)
-    arcs_needed = sum(len(side.old_u[0]) * (len(side.old_v[0]) + r) + p * len(side.old_v[0])
-                      for side in sides)
-    if arcs_needed > MAX_ARCS:  # too large to solve in a release's budget: claim nothing
-        return None
-    # nodes: new u [0, p), new v [p, p+r), hub_u, hub_v, shared fake u, shared fake v,
-    # then per bucket: old u, old v, its fake u, its fake v
-    hub_u, hub_v, fake_u, fake_v = p + r, p + r + 1, p + r + 2, p + r + 3
-    big = supply_u + demand_v + 1
-    tails: list[np.ndarray] = []
-    heads: list[np.ndarray] = []
-    caps: list[np.ndarray] = []
-    units: list[np.ndarray] = []
-
-    def arcs(t: np.ndarray, h: np.ndarray, c: np.ndarray | int, u: np.ndarray | int) -> None:
-        t, h = np.asarray(t).ravel(), np.asarray(h).ravel()
-        tails.append(t)
-        heads.append(h)
-        caps.append(np.broadcast_to(np.asarray(c, dtype=np.int64).ravel(), t.shape))
-        units.append(np.broadcast_to(np.asarray(u, dtype=np.int64).ravel(), t.shape))
-
-    arcs(p + np.arange(r), np.full(r, hub_v), mv, 0)
-    arcs(np.full(p, hub_u), np.arange(p), mu, 0)
-    arcs(np.array([hub_u]), np.array([fake_u]), fakes_u, 0)
-    arcs(np.array([fake_v]), np.array([hub_v]), fakes_v, 0)
-    arcs(np.array([hub_u]), np.array([hub_v]), big, 0)
-    supplies = [np.zeros(p + r + 4, dtype=np.int64)]
-    supplies[0][hub_u], supplies[0][hub_v] = demand_v, -supply_u
-    base = p + r + 4
-    for side in sides:
-        (au, cu), (av, cv) = side.old_u, side.old_v
-        a, b = len(au), len(av)
-        own_fake_u, own_fake_v = base + a + b, base + a + b + 1
-        grid = np.indices((a, b))
-        arcs(base + grid[0], base + a + grid[1], big, side.cost(au, av))
-        if r:
-            grid = np.indices((a, r))
-            arcs(base + grid[0], p + grid[1], big, side.cost(au, nv))
-        if p:
-            grid = np.indices((p, b))
-            arcs(grid[0], base + a + grid[1], big, side.cost(nu, av))
-        arcs(base + np.arange(a), np.full(a, own_fake_v), big, 0)
-        arcs(np.array([own_fake_v]), np.array([fake_v]), side.fakes_v, 0)
-        arcs(np.array([fake_u]), np.array([own_fake_u]), side.fakes_u, 0)
-        arcs(np.full(b, own_fake_u), base + a + np.arange(b), big, 0)
-        supplies.append(np.concatenate([cu, -cv, [0, 0]]).astype(np.int64))
-        base += a + b + 2
-    flow = min_cost_flow.SimpleMinCostFlow()
-    flow.add_arcs_with_capacity_and_unit_cost(
-        np.concatenate(tails).astype(np.int32), np.concatenate(heads).astype(np.int32),
-        np.concatenate(caps), np.concatenate(units))
-    flow.set_nodes_supplies(np.arange(base, dtype=np.int32), np.concatenate(supplies))
-    if flow.solve() != flow.OPTIMAL:
-        return None
-    return int(flow.optimal_cost())
-
-
-def _nodes(key: np.ndarray, rows: np.ndarray) -> Nodes:
-    """Distinct points among ``rows``: a representative row each and its count."""
-    if not len(rows):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    _, first, count = np.unique(key[rows], return_index=True, return_counts=True)
-    return rows[first], count.astype(np.int64)
-
-
 def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
-               a_star: float | Fraction = 0, *, deadline: float = math.inf) -> PairBound:
+               a_star: float | Fraction = 0, *, deadline: float = math.inf,
+               weighted: bool = True) -> PairBound:
     """A lower bound on (b) over the releases of ``problem`` whose (a) is at most ``a_star``
     (pass A*, or any upper bound on it), by the argument of the module docstring; 0 for
     an extent that is not a separable perimeter. Past ``deadline``
-    (``time.perf_counter()`` seconds) the remaining pairs of values count 0."""
+    (``time.perf_counter()`` seconds) the remaining pairs of values count 0 and no weights
+    are searched; ``weighted=False`` keeps the uniform weights (step 4)."""
     started = time.perf_counter()
     counts = ReleaseCounts.of(problem)
     cost_model = getattr(extent, "cost", None)
+    ncp = False
     if isinstance(cost_model, ReleaseCost) and cost_model.name == "ncp":
+        ncp = True
         # NCP: the same bound (module docstring, 3.), read on the perimeter's coordinates
         extent = dataclasses.replace(cost_model, name="perimeter").model_extent(len)
     separable = _separable(problem, extent)
@@ -269,43 +182,62 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
     key = key.ravel()
     values, bucket = problem.values, problem.bucket
     empty: Nodes = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    new_nodes = {int(v): _nodes(key, np.flatnonzero((bucket < 0) & (values == v)))
+    new_nodes = {int(v): nodes_of(key, np.flatnonzero((bucket < 0) & (values == v)))
                  for v in np.unique(values[bucket < 0]).tolist()}
-    ratios: dict[int, list[float]] = {}
+    distances = qi_distances(numeric, chains)
+    ratios: dict[int, np.ndarray] = {}
 
-    def cost_of(s: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    def uniform(s: int) -> np.ndarray:  # λ = 1 / r_q(s) per QI
         if s not in ratios:
-            ratios[s] = [float(_line_ratio(s))] * len(numeric) + [
-                _chain_ratio(chain, s) for chain in chains]
-        ratio = ratios[s]
-        return lambda rows_a, rows_b: np.floor(
-            s * SCALE * _pair_cost(numeric, chains, ratio, rows_a, rows_b)).astype(np.int64)
+            ratios[s] = 1.0 / np.array([float(_line_ratio(s))] * len(numeric) + [
+                _chain_ratio(chain, s) for chain in chains])
+        return ratios[s]
 
-    sides: dict[tuple[int, int], list[_Side]] = {}
+    signatures: list[list[int]] = []
+    sides: dict[tuple[int, int], list[Side]] = {}
     for b, sigma in enumerate(problem.signatures):
         old = counts.old_rows[b]
+        signatures.append(sorted(sigma) if len(old) else [])
         if not len(old):
             continue
-        cost = cost_of(len(sigma))
-        members = {v: _nodes(key, old[values[old] == v]) for v in sorted(sigma)}
+        members = {v: nodes_of(key, old[values[old] == v]) for v in sorted(sigma)}
         fakes = {v: int(min(spare[b], len(old) - counts.k[b, v])) for v in sorted(sigma)}
-        for i, u in enumerate(sorted(sigma)):
-            for v in sorted(sigma)[i + 1:]:
-                sides.setdefault((u, v), []).append(
-                    _Side(members[u], members[v], fakes[u], fakes[v], cost))
+        for u, v in itertools.combinations(sorted(sigma), 2):
+            sides.setdefault((u, v), []).append(Side(b, members[u], members[v], fakes[u],
+                                                     fakes[v]))
+    start = np.zeros((len(signatures), len(distances)))
+    for b, values_b in enumerate(signatures):
+        if values_b:
+            start[b] = len(values_b) * uniform(len(values_b))
     per_pair: dict[tuple[int, int], float] = {}
+    parts: dict[tuple[int, int], tuple[float, np.ndarray]] = {}
+    kept: dict[tuple[int, int], PairNetwork] = {}
+    stored = 0
     complete = True
-    for (u, v), parts in sides.items():
+    for (u, v), part in sides.items():
         if time.perf_counter() > deadline:
             complete = False
             break
-        found = _flow(parts, new_nodes.get(u, empty), new_nodes.get(v, empty), cf_max, cf_max)
-        if found is None:  # no pairing: (a) <= a_star is impossible; claim nothing
+        network = build_network(part, new_nodes.get(u, empty), new_nodes.get(v, empty),
+                                cf_max, cf_max, distances, MAX_ARCS)
+        solved = network.solve(start) if network is not None else None
+        if network is None or solved is None:  # too large, or (a) <= a_star impossible
             complete = False
             continue
-        per_pair[(u, v)] = found / SCALE
+        per_pair[(u, v)] = solved[0]
+        parts[(u, v)] = solved
+        stored += network.d.size
+        if stored <= STORED_LENGTHS:  # kept for the weights' rounds
+            kept[(u, v)] = network
+    rounds = 0
+    if weighted and not ncp and complete and len(kept) == len(sides) and sides:
+        kinds = [LINE] * len(numeric) + [
+            len(np.unique(cells[0])) if not costs[0].any() else 2**31 for cells, costs in chains]
+        search = improve_weights(kept, signatures, kinds, parts, deadline=deadline)
+        if search.bound > sum(per_pair.values()):
+            per_pair, rounds = dict(search.per_pair), search.rounds
     return PairBound(float(sum(per_pair.values())), per_pair, complete,
-                     time.perf_counter() - started)
+                     time.perf_counter() - started, rounds)
 
 
 def lower_bound_b(problem: WholeReleaseProblem, extent: Extent | None, a_star: float | Fraction,
