@@ -99,10 +99,8 @@ def improve_weights(networks: dict[Pair, PairNetwork], signatures: list[list[int
     """Kelley's cutting planes over the weights (module docstring), from the start whose
     networks' values and supergradients (per unit of ``W``) are ``start_parts``.
     ``signatures``: each bucket's sorted values (empty for a bucket without old rows);
-    ``kinds``: each QI's pattern kind. A round that does
-    not finish before ``deadline`` (``time.perf_counter()`` seconds) is not counted."""
-    qis = len(kinds)
-    buckets = len(signatures)
+    ``kinds``: each QI's pattern kind. A round that does not finish before ``deadline``
+    (``time.perf_counter()`` seconds) is not counted."""
     best = sum(value for value, _ in start_parts.values())
     best_parts = {pair: value for pair, (value, _) in start_parts.items()}
     members: dict[Pair, list[int]] = {pair: [] for pair in networks}
@@ -111,21 +109,19 @@ def improve_weights(networks: dict[Pair, PairNetwork], signatures: list[list[int
             if pair in members:
                 members[pair].append(b)
     sizes = np.array([max(len(sigma), 1) for sigma in signatures], dtype=np.float64)
-    # a network's supergradient is per unit of W = s_b·λ
-    cuts = {pair: [g * sizes[:, None]] for pair, (_, g) in start_parts.items()}
+    master = _CutMaster(members, signatures, kinds)
+    for pair, (_, gradient) in start_parts.items():
+        master.add_cut(pair, gradient * sizes[:, None])  # per unit of λ: W = s_b·λ
     rounds, ceiling = 0, math.inf
     while rounds < max_rounds and time.perf_counter() < deadline:
-        proposal, ceiling = _propose(cuts, members, signatures, kinds, qis)
+        proposal, ceiling = master.propose()
         if proposal is None or ceiling - best <= STOP_SHARE * max(best, 1e-12):
             break
         parts: dict[Pair, tuple[float, np.ndarray]] = {}
         for pair, network in networks.items():
             if time.perf_counter() > deadline:
                 break
-            matrix = np.zeros((buckets, qis))
-            for b in members[pair]:
-                matrix[b] = sizes[b] * proposal[(b, pair)]
-            solved = network.solve(matrix)
+            solved = network.solve(proposal[pair] * sizes[:, None])
             if solved is None:
                 return WeightSearch(best, best_parts, rounds, ceiling)
             parts[pair] = solved
@@ -133,41 +129,50 @@ def improve_weights(networks: dict[Pair, PairNetwork], signatures: list[list[int
             break
         rounds += 1
         for pair, (_, gradient) in parts.items():
-            cuts[pair].append(gradient * sizes[:, None])
+            master.add_cut(pair, gradient * sizes[:, None])
         total = sum(value for value, _ in parts.values())
         if total > best:
             best, best_parts = total, {pair: value for pair, (value, _) in parts.items()}
     return WeightSearch(best, best_parts, rounds, ceiling)
 
 
-def _propose(cuts: dict[Pair, list[np.ndarray]], members: dict[Pair, list[int]],
-             signatures: list[list[int]], kinds: list[int], qis: int
-             ) -> tuple[dict[tuple[int, Pair], np.ndarray] | None, float]:
-    """The LP of the cuts: ``max Σ z_uv`` s.t. ``z_uv <= Σ_{b,q} g_bq·λ_{b,q,uv}`` for each
-    cut ``g`` of ``F_uv`` (``g`` per unit of ``λ``), each ``λ_{b,q,·}`` in its bucket's
-    separation polytope; its weights and value."""
-    solver = pywraplp.Solver.CreateSolver("GLOP")
-    lam = {(b, pair, q): solver.NumVar(0.0, 1.0, f"lambda_{b}_{pair[0]}_{pair[1]}_{q}")
-           for pair, bs in members.items() for b in bs for q in range(qis)}
-    z = {pair: solver.NumVar(0.0, solver.infinity(), f"z_{pair[0]}_{pair[1]}")
-         for pair in cuts}
-    for pair, gradients in cuts.items():
-        for g in gradients:
-            solver.Add(z[pair] <= solver.Sum(
-                [float(g[b, q]) * lam[(b, pair, q)] for b in members[pair]
-                 for q in range(qis) if g[b, q] > 0]))
-    for b, sigma in enumerate(signatures):
-        pairs = list(itertools.combinations(sigma, 2))
-        if not pairs or not any((b, pair, 0) in lam for pair in pairs):
-            continue
-        for q in range(qis):
-            for pattern in separation_patterns(kinds[q], len(sigma)):
-                solver.Add(solver.Sum(
-                    [lam[(b, pair, q)] for pair, on in zip(pairs, pattern, strict=True)
-                     if on and (b, pair, q) in lam]) <= 1.0)
-    solver.Maximize(solver.Sum(list(z.values())))
-    if solver.Solve() != pywraplp.Solver.OPTIMAL:
-        return None, math.inf
-    weights = {(b, pair): np.array([lam[(b, pair, q)].solution_value() for q in range(qis)])
-               for pair, bs in members.items() for b in bs}
-    return weights, solver.Objective().Value()
+class _CutMaster:
+    """The LP of the cuts, built once: ``max Σ z_uv`` s.t. ``z_uv <= Σ_{b,q} g_bq·λ_{b,q,uv}``
+    for each cut ``g`` of ``F_uv`` (per unit of ``λ``), each ``λ_{b,q,·}`` in its bucket's
+    separation polytope (GLOP; a cut adds a row)."""
+
+    def __init__(self, members: dict[Pair, list[int]], signatures: list[list[int]],
+                 kinds: list[int]) -> None:
+        self.members, self.qis, self.buckets = members, len(kinds), len(signatures)
+        self.solver = solver = pywraplp.Solver.CreateSolver("GLOP")
+        self.lam = {(b, pair, q): solver.NumVar(0.0, 1.0, f"lambda_{b}_{pair[0]}_{pair[1]}_{q}")
+                    for pair, bs in members.items() for b in bs for q in range(self.qis)}
+        self.z = {pair: solver.NumVar(0.0, solver.infinity(), f"z_{pair[0]}_{pair[1]}")
+                  for pair in members}
+        for b, sigma in enumerate(signatures):
+            pairs = list(itertools.combinations(sigma, 2))
+            if not any((b, pair, 0) in self.lam for pair in pairs):
+                continue
+            for q in range(self.qis):
+                for pattern in separation_patterns(kinds[q], len(sigma)):
+                    solver.Add(solver.Sum(
+                        [self.lam[(b, pair, q)] for pair, on in zip(pairs, pattern, strict=True)
+                         if on and (b, pair, q) in self.lam]) <= 1.0)
+        solver.Maximize(solver.Sum(list(self.z.values())))
+
+    def add_cut(self, pair: Pair, g: np.ndarray) -> None:
+        self.solver.Add(self.z[pair] <= self.solver.Sum(
+            [float(g[b, q]) * self.lam[(b, pair, q)] for b in self.members[pair]
+             for q in range(self.qis) if g[b, q] > 0]))
+
+    def propose(self) -> tuple[dict[Pair, np.ndarray] | None, float]:
+        """Per pair of values, the LP's ``λ`` (per bucket, per QI), and the LP's value."""
+        if self.solver.Solve() != pywraplp.Solver.OPTIMAL:
+            return None, math.inf
+        weights = {}
+        for pair, bs in self.members.items():
+            matrix = np.zeros((self.buckets, self.qis))
+            for b in bs:
+                matrix[b] = [self.lam[(b, pair, q)].solution_value() for q in range(self.qis)]
+            weights[pair] = matrix
+        return weights, self.solver.Objective().Value()
