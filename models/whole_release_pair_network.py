@@ -107,9 +107,9 @@ class PairNetwork:
         gradient = np.zeros(weights.shape)
         if len(self.priced):
             used = np.asarray(flow.flows(self.priced), dtype=np.float64)
-            for q in range(self.d.shape[1]):
-                gradient[:, q] = np.bincount(self.bucket, used * self.d[:, q],
-                                             minlength=len(weights))
+            carrying = np.flatnonzero(used)  # about one arc per old row of the lesser side
+            np.add.at(gradient, self.bucket[carrying],
+                      used[carrying, None] * self.d[carrying])
         return flow.optimal_cost() / SCALE, gradient
 
 
