@@ -110,6 +110,7 @@ from republish.models.whole_release_problem import (
     release_problems,
 )
 from republish.models.whole_release_slots import trade_slots
+from republish.models.whole_release_subset_bound import subset_bound, subset_bound_applies
 from republish.models.whole_release_tables import TABLE_COLUMNS, TabledPricing, table_limit
 
 __all__ = [
@@ -137,6 +138,13 @@ BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
 #: trades, which stop after POLISH_PATIENCE assignments without a gain (a release without
 #: old rows: the free regrouping of models/whole_release_polish.py takes more).
 POLISH_SHARE = 0.05
+#: A release without old rows whose m-row groups do not fit in a table gives this share of
+#: its budget to the m-row relaxation (:mod:`republish.models.whole_release_subset_bound`),
+#: up to this many rows (200 Adult rows at m = 4 converge in about 4.5 s; 2,000 at m = 3
+#: did not price one round completely in 60 s).
+#: Below SUBSET_SECONDS for it, the relaxation is left out (its first rounds alone take
+#: about 2 s there).
+SUBSET_SHARE, SUBSET_ROWS, SUBSET_SECONDS = 0.5, 400, 2.0
 POLISH_PATIENCE = 200
 #: With the box extent the missing columns are priced exactly, so the start need not hold
 #: them all: at most this many (200 rows, m = 3: the 196,000 columns of extent <= 0.63
@@ -282,6 +290,13 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         unique_search_seconds(len(problem.values), time_limit, priced_from_tables=extendable)
     incumbent = _polished(problem, incumbent, candidates, weight, measure,
                           deadline=time.perf_counter() + polish, seed=seed)
+    # groups of m rows do not fit in a table, so column generation proves no LP bound: the
+    # relaxation over m-row groups alone does, priced from the (m - 1)-row subsets
+    subset = subset_bound(problem, table, incumbent.groups,
+                          deadline=time.perf_counter() + SUBSET_SHARE * time_limit) \
+        if not extendable and len(problem.values) <= SUBSET_ROWS and \
+        SUBSET_SHARE * time_limit >= SUBSET_SECONDS and \
+        subset_bound_applies(problem, a_star, table) else None
     # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
     # points, which must bound the extent from below (equal for the box extent).
     pricing = _pricing_problem(problem, extent, table)
@@ -348,11 +363,14 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     else:
         status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
         grace = started + time_limit + min(1.0, 0.1 * time_limit)
-        bound_b = max(0.0, scip_bound,
+        bound_b = max(0.0, scip_bound, subset.bound if subset is not None else 0.0,
                       lower_bound_b(problem, measure, incumbent.a, weight, deadline=grace),
                       cycle_cover_bound(problem, measure, float(incumbent.a), weight,
                                         deadline=grace)
                       if len(problem.values) <= CYCLE_COVER_ROWS else 0.0)
+    if subset is not None:
+        detail += (f"; m-row relaxation: {subset.bound:.6g} after {subset.rounds} rounds"
+                   f"{' (converged)' if subset.converged else ''}")
     answer = certified_solution(problem, best, (status_a, status_b), (bound_a, bound_b),
                                 started, len(columns.cost),
                                 f"{detail}; answer from the {best.source}")

@@ -57,12 +57,12 @@ class Extension:
     base_extent: np.ndarray  # the extent of each base column
 
     def price(self, columns: Columns, relaxed: Relaxation, theta: float,
-              anchors: np.ndarray | None = None, deadline: float = math.inf
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              anchors: np.ndarray | None = None, deadline: float = math.inf,
+              max_partials: int = MAX_PARTIALS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every column of more than ``k`` rows with reduced cost ``<= theta`` (canonical
         rows, ``(C, width)``), their reduced costs, and per row the least reduced cost of
         those anchored at it (``inf``: none, every such column has ``rc > theta``). Past
-        MAX_PARTIALS candidates the remaining partial columns are not extended, and past
+        ``max_partials`` candidates the remaining partial columns are not extended, and past
         ``deadline`` (``time.perf_counter()``) the search stops: some of the columns, and
         ``least`` is ``-inf`` (no bound)."""
         n = len(columns.problem.values)
@@ -142,7 +142,7 @@ class Extension:
             kept_parent, kept_candidate = [], []
             total = 0
             for begin in range(0, len(partial), CHUNK):
-                if time.perf_counter() > deadline or total > MAX_PARTIALS:
+                if time.perf_counter() > deadline or total > max_partials:
                     exact = False  # out of time, or too many: the rest is not extended
                     break
                 part = np.arange(begin, min(begin + CHUNK, len(partial)))

@@ -1,0 +1,137 @@
+"""The m-row relaxation of a release without old rows
+(republish.models.whole_release_subset_bound): its column generation reaches the LP over
+every m-row group (enumerated here), which never exceeds the exhaustive optimum; it applies
+only where its argument holds; and solve_whole_release reports it where the model's own
+groups do not fit in a table."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ortools.linear_solver import pywraplp
+from test_whole_release_model import brute_force, random_release
+
+import republish.models.whole_release as whole_release
+from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
+from republish.models.whole_release_counts import BoxExtent
+from republish.models.whole_release_extent_tables import tabulated
+from republish.models.whole_release_subset_bound import subset_bound, subset_bound_applies
+
+
+def first_release(seed: int, n: int | None = None) -> WholeReleaseProblem:
+    rng = np.random.default_rng(seed)
+    m = 2 + seed % 2
+    n = n or int(rng.integers(6, 10))
+    domain = m + int(rng.integers(0, 3))
+    return WholeReleaseProblem(
+        rng.integers(0, 8, (n, 2)) / 8, rng.integers(0, domain, n), np.full(n, -1), (), m,
+        domain, allow_deferrals=bool(seed % 3 == 0), deferral_weight=0.75,
+        counterfeits_in_new_groups=bool(seed % 4 < 2))
+
+
+def lp_over_every_m_row_group(problem: WholeReleaseProblem) -> float | None:
+    """``min Σ m·ext(S)·x_S``, every row covered once, over all m-row groups of distinct
+    values (GLOP); None when infeasible."""
+    n, m = len(problem.values), problem.m
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    cover = [solver.Constraint(1.0, 1.0) for _ in range(n)]
+    objective = solver.Objective()
+    objective.SetMinimization()
+    extent = BoxExtent(problem.points)
+    for rows in itertools.combinations(range(n), m):
+        if len(set(problem.values[list(rows)].tolist())) < m:
+            continue
+        x = solver.NumVar(0.0, solver.infinity(), "")
+        objective.SetCoefficient(x, m * extent(np.array(rows)))
+        for i in rows:
+            cover[i].SetCoefficient(x, 1.0)
+    if solver.Solve() != pywraplp.Solver.OPTIMAL:
+        return None
+    return float(objective.Value())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000))
+def test_relaxation_equals_the_enumerated_lp_and_bounds_the_optimum(seed: int) -> None:
+    problem = first_release(seed)
+    optimum = brute_force(problem)
+    if optimum is None or optimum[0] != 0:  # the argument needs (a) = 0
+        return
+    table = tabulated(BoxExtent(problem.points))
+    assert subset_bound_applies(problem, Fraction(0), table)
+    groups, deferred = random_release(problem, seed)
+    if deferred or any(len(g) < problem.m for g in groups):
+        groups = list(solve_whole_release(problem, time_limit=20.0).groups)
+    found = subset_bound(problem, table, [np.array(g) for g in groups], deadline=math.inf)
+    assert found.converged
+    expected = lp_over_every_m_row_group(problem)
+    assert expected is not None
+    # exact pricing: the LP over the generated groups is the LP over all of them
+    assert found.bound == pytest.approx(expected, abs=1e-7)
+    assert found.bound <= optimum[1] + 1e-9
+
+
+def test_a_larger_group_is_covered_fractionally() -> None:
+    """Five rows of five values at m = 2 on a line: the partition needs a group of three
+    (no pairing covers five rows), which the relaxation covers by its pairs at weight 1/2;
+    its bound stays below the optimum (an m-row partition would not exist)."""
+    points = np.array([[0.0, 0.0], [0.1, 0.0], [0.2, 0.0], [0.9, 0.0], [1.0, 0.0]])
+    problem = WholeReleaseProblem(points, np.arange(5), np.full(5, -1), (), 2, 5)
+    optimum = brute_force(problem)
+    assert optimum == (0, pytest.approx(3 * 0.2 + 2 * 0.1))
+    table = tabulated(BoxExtent(points))
+    found = subset_bound(problem, table, [np.array([0, 1, 2]), np.array([3, 4])],
+                         deadline=math.inf)
+    assert found.converged and found.bound <= optimum[1] + 1e-9
+    assert found.bound == pytest.approx(lp_over_every_m_row_group(problem))
+    assert found.bound > 0.5  # far above the row bound of the pairs' nearest neighbours
+
+
+def test_applies_only_where_the_argument_holds() -> None:
+    problem = first_release(1)
+    table = tabulated(BoxExtent(problem.points))
+    assert subset_bound_applies(problem, Fraction(0), table)
+    assert not subset_bound_applies(problem, Fraction(1), table)  # counterfeits possible
+    assert not subset_bound_applies(problem, None, table)  # (a) not proven
+    values = problem.values
+    firsts = [int(np.flatnonzero(values == v)[0]) for v in np.unique(values)[:problem.m]]
+    bucket = np.full(len(values), -1)
+    bucket[firsts] = 0  # one old row of each of m values: a bucket of the last release
+    with_old = WholeReleaseProblem(problem.points, values, bucket,
+                                   (frozenset(values[firsts].tolist()),), problem.m,
+                                   problem.domain_size)
+    assert not subset_bound_applies(with_old, Fraction(0), table)
+    assert not subset_bound_applies(problem, Fraction(0), BoxExtent(problem.points).__call__)
+
+
+@pytest.mark.parametrize("seed", [0, 4, 5, 8])
+def test_model_runs_the_relaxation_where_groups_do_not_fit(seed: int) -> None:
+    """With the table cap below the m-row groups (as 200 Adult rows at m = 4 are), the
+    model runs the relaxation before its column generation; the relaxation's bound is the
+    enumerated LP, below the optimum, and the release is still optimal."""
+    problem = first_release(seed, n=9)
+    optimum = brute_force(problem)
+    assert optimum is not None and optimum[0] == 0
+    runs = []
+
+    def recorded(*args: object, **kwargs: object) -> object:
+        runs.append(subset_bound(*args, **kwargs))  # type: ignore[arg-type]
+        return runs[-1]
+
+    with mock.patch.object(whole_release, "TABLE_COLUMNS", 10), \
+            mock.patch.object(whole_release, "SUBSET_SECONDS", 0.0), \
+            mock.patch.object(whole_release, "subset_bound", recorded):
+        solution = solve_whole_release(problem, time_limit=10.0)
+    assert len(runs) == 1 and runs[0].converged
+    assert runs[0].bound == pytest.approx(lp_over_every_m_row_group(problem), abs=1e-7)
+    assert runs[0].bound <= optimum[1] + 1e-9
+    assert "m-row relaxation" in solution.detail
+    assert solution.status_b == "OPTIMAL"
+    assert solution.objective_b == pytest.approx(optimum[1], abs=1e-7)
