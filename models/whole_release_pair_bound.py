@@ -90,9 +90,9 @@ __all__ = ["SCALE", "PairBound", "lower_bound_b", "pair_bound"]
 #: Arcs of one transportation problem above which it is skipped (counts 0): 20,000 Adult
 #: rows need at most ~0.9M (m = 3, 4; about 0.1 s each); a 200,000-row census far more.
 MAX_ARCS = 4_000_000
-#: Pair extents (arcs × QIs, 4 bytes each) kept for the weights' rounds at most: 20,000
-#: Adult rows at m = 3 keep 23M (5.7M arcs of 4 QIs).
-STORED_LENGTHS = 40_000_000
+#: Pair extents (arcs × QIs, 4 bytes each) kept for the weights' rounds at most, about
+#: 400 MB: 20,000 Adult rows keep 23M at m = 3 and 47M at m = 5 (release 2).
+STORED_LENGTHS = 100_000_000
 
 
 @dataclass(frozen=True)
