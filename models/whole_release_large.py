@@ -39,12 +39,13 @@ KEEP_SIGNATURES = True
 #: rest to the neighbourhoods. Measured on 20,000 Adult rows, 10 s, release 1: slot trades
 #: alone -12.0 % (m = 3), -9.2 % (m = 7); half the budget each -11.0 %, -7.4 %.
 SLOT_SHARE = 1.0
-#: Share of a large release's budget its (b) bound may take before the search starts,
-#: counted from when the bound starts: 20,000 Adult rows at 10 s need about 0.3 s for the
-#: row bound and 3.2 s for the pair bound's 32 transportation problems (m = 3), which
-#: 0.35 of the budget from the step's start no longer left (gaps 35-51 % against 34 % in
-#: session 9). At 60 s the rest of the share goes to the pair bound's weights.
-BOUND_SHARE = 0.4
+#: Shares of a large release's budget its (b) bound may take before the search starts,
+#: counted from when the bound starts: the pair bound's uniform weights up to
+#: UNIFORM_SHARE, its weights' search up to BOUND_SHARE. 20,000 Adult rows at 10 s need
+#: about 0.3-0.4 s for the row bound and 3.2-3.7 s for the pair bound's 32 transportation
+#: problems (m = 3), which 0.35 of the budget from the step's start no longer left (gaps
+#: 35-51 % against 34 % in session 9), nor always 0.4 from the bound's start.
+UNIFORM_SHARE, BOUND_SHARE = 0.5, 0.4
 
 
 def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
@@ -58,8 +59,10 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     bound_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
     # the row and pair bounds depend on the problem and A* only: before the search takes
     # the time (the pair bound's transportation problems take ~3 s at 20,000 Adult rows)
+    now = time.perf_counter()
     rows_bound = lower_bound_b(problem, measure, incumbent.a, weight,
-                               deadline=time.perf_counter() + BOUND_SHARE * time_limit) \
+                               deadline=now + UNIFORM_SHARE * time_limit,
+                               weights_deadline=now + BOUND_SHARE * time_limit) \
         if a_star is not None else 0.0
     deadline = started + time_limit * (1 - bound_share)
     now = time.perf_counter()

@@ -162,12 +162,13 @@ def _chain_ratio(chain: Chain, s: int) -> float:
 
 def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
                a_star: float | Fraction = 0, *, deadline: float = math.inf,
-               weighted: bool = True) -> PairBound:
+               weighted: bool = True, weights_deadline: float | None = None) -> PairBound:
     """A lower bound on (b) over the releases of ``problem`` whose (a) is at most ``a_star``
     (pass A*, or any upper bound on it), by the argument of the module docstring; 0 for
     an extent that is not a separable perimeter. Past ``deadline``
     (``time.perf_counter()`` seconds) the remaining pairs of values count 0 and no weights
-    are searched; ``weighted=False`` keeps the uniform weights (step 4)."""
+    are searched; ``weighted=False`` keeps the uniform weights (step 4), which are searched
+    until ``weights_deadline`` (at most ``deadline``; default ``deadline``)."""
     started = time.perf_counter()
     counts = ReleaseCounts.of(problem)
     cost_model = getattr(extent, "cost", None)
@@ -238,7 +239,8 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
     if weighted and not ncp and complete and len(kept) == len(sides) and sides:
         kinds = [LINE] * len(numeric) + [
             len(np.unique(cells[0])) if not costs[0].any() else 2**31 for cells, costs in chains]
-        search = improve_weights(kept, signatures, kinds, parts, deadline=deadline)
+        search = improve_weights(kept, signatures, kinds, parts, deadline=min(
+            deadline, deadline if weights_deadline is None else weights_deadline))
         if search.bound > sum(per_pair.values()):
             per_pair, rounds = dict(search.per_pair), search.rounds
     return PairBound(float(sum(per_pair.values())), per_pair, complete,
@@ -246,11 +248,14 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
 
 
 def lower_bound_b(problem: WholeReleaseProblem, extent: Extent | None, a_star: float | Fraction,
-                  weight: Fraction | None = None, *, deadline: float = math.inf) -> float:
+                  weight: Fraction | None = None, *, deadline: float = math.inf,
+                  weights_deadline: float | None = None) -> float:
     """The larger of the row bound (:func:`republish.models.whole_release_row_bound.
     row_bound`) and the pair bound on (b), over the releases of (a) ``<= a_star``; the
-    pair bound gets what is left until ``deadline``."""
+    pair bound gets what is left until ``deadline``, its weights until
+    ``weights_deadline`` (:func:`pair_bound`)."""
     rows = row_bound(problem, extent, a_star, weight, deadline=deadline).bound
     if time.perf_counter() >= deadline:
         return rows
-    return max(rows, pair_bound(problem, extent, a_star, deadline=deadline).bound)
+    return max(rows, pair_bound(problem, extent, a_star, deadline=deadline,
+                                weights_deadline=weights_deadline).bound)
