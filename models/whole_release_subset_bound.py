@@ -17,8 +17,10 @@ the ``m``-row groups of distinct values alone bounds (b) from below. Not in the 
 Where the set-partitioning model of :mod:`republish.models.whole_release` cannot price its
 groups of ``m`` to ``2m - 1`` rows (200 Adult rows at m = 4: tens of millions of four-row
 groups and more of five to seven), this smaller relaxation converges: it is solved by
-column generation (GLOP), pricing every ``m``-row group exactly by extending the table of
-all ``(m - 1)``-row subsets of distinct values by one row
+column generation (GLOP, the model's own
+:class:`~republish.models.whole_release_master.IncrementalMaster`, every row covered
+exactly once), pricing every ``m``-row group exactly by extending the table of all
+``(m - 1)``-row subsets of distinct values by one row
 (:class:`republish.models.whole_release_extension.Extension`). Each complete pricing round
 gives a valid Lagrangian bound, the LP's value plus each anchor row's least negative
 reduced cost (Nemhauser & Wolsey, *Integer and Combinatorial Optimization*, 1988, §II.2;
@@ -40,9 +42,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from ortools.linear_solver import pywraplp  # type: ignore[attr-defined]
 
-from republish.models.whole_release_bound import Relaxation
+from republish.models.whole_release_bound import Master
 from republish.models.whole_release_columns import Columns
 from republish.models.whole_release_counts import (
     Extent,
@@ -52,6 +53,7 @@ from republish.models.whole_release_counts import (
     families,
 )
 from republish.models.whole_release_extension import MAX_PARTIALS, Extension, _extents
+from republish.models.whole_release_master import IncrementalMaster
 from republish.models.whole_release_problem import WholeReleaseProblem
 from republish.models.whole_release_tables import TABLE_COLUMNS, all_columns
 
@@ -83,8 +85,7 @@ class SubsetBound:
     wall_time_s: float
 
 
-def _all_new(problem: WholeReleaseProblem) -> Family | None:
-    counts = ReleaseCounts.of(problem)
+def _all_new(problem: WholeReleaseProblem, counts: ReleaseCounts) -> Family | None:
     found = [f for f in families(problem, counts, 0) if not f.need_old]
     return found[0] if found else None
 
@@ -100,11 +101,12 @@ def subset_bound_applies(problem: WholeReleaseProblem, a_star: Fraction | None,
         return False
     if getattr(measure, "batch", None) is None or getattr(measure, "pairwise", None) is None:
         return False
-    family = _all_new(problem)
+    counts = ReleaseCounts.of(problem)
+    family = _all_new(problem, counts)
     if family is None:
         return False
     base = dataclasses.replace(family, lo=problem.m - 1, hi=problem.m - 1)
-    return count_columns(base, ReleaseCounts.of(problem).is_new) <= TABLE_COLUMNS
+    return count_columns(base, counts.is_new) <= TABLE_COLUMNS
 
 
 def subset_bound(problem: WholeReleaseProblem, measure: Extent,
@@ -117,46 +119,34 @@ def subset_bound(problem: WholeReleaseProblem, measure: Extent,
     started = time.perf_counter()
     m, n = problem.m, len(problem.values)
     counts = ReleaseCounts.of(problem)
-    family = _all_new(problem)
+    family = _all_new(problem, counts)
     assert family is not None
     columns = Columns(problem, counts, measure, Fraction(1), 0, m)
     base = all_columns(dataclasses.replace(family, lo=m - 1, hi=m - 1), counts.is_new, m - 1)
     extension = Extension(dataclasses.replace(family, lo=m, hi=m), m - 1, base,
                           _extents(measure, base) if len(base) else np.zeros(0))
-    solver = pywraplp.Solver.CreateSolver("GLOP")
-    cover = [solver.Constraint(1.0, 1.0, f"cover_{i}") for i in range(n)]
-    objective = solver.Objective()
-    objective.SetMinimization()
-    seen: set[tuple[int, ...]] = set()
+    # (a) = 0 leaves no deferral: every row is covered exactly once
+    exact, no_a = np.ones(n, dtype=bool), np.zeros(n, dtype=np.int64)
 
-    def add(block: np.ndarray) -> int:
-        fresh = [row for row in map(tuple, block.tolist()) if row not in seen]
-        if not fresh:
-            return 0
-        members = np.array(fresh, dtype=np.int64)
-        cost, _ = columns.attributes(members)
-        for rows, c in zip(fresh, cost.tolist(), strict=True):
-            x = solver.NumVar(0.0, solver.infinity(), "x_" + "_".join(map(str, rows)))
-            objective.SetCoefficient(x, c)
-            for i in rows:
-                cover[i].SetCoefficient(x, 1.0)
-        seen.update(fresh)
-        return len(fresh)
+    def master() -> Master:
+        return dataclasses.replace(columns.master(np.full(n, -math.inf)), exact=exact,
+                                   row_a=no_a)
 
     start = [subset for g in groups
              for subset in itertools.combinations(sorted(np.asarray(g).tolist()), m)]
-    add(np.array(start, dtype=np.int64).reshape(-1, m))
+    columns.add(np.array(start, dtype=np.int64).reshape(-1, m))
+    lp = IncrementalMaster(master())
     best, value, rounds, converged = -math.inf, math.inf, 0, False
     theta = -math.inf  # set from the first LP: its duals are degenerate, so early rounds
     # only look for groups far below 0 (millions of groups price below 0 there)
     while time.perf_counter() < deadline:
-        if solver.Solve() != pywraplp.Solver.OPTIMAL:
+        # GLOP takes whole milliseconds: no deadline is a day
+        relaxed = lp.relax(master(), min(deadline - time.perf_counter(), 86_400.0))
+        if relaxed is None:
             break
-        value = objective.Value()
+        value = float(relaxed.y.sum())  # the LP's value (its (a) row is slack)
         if theta == -math.inf:
             theta = -EARLY_SHARE * value / n
-        pi = np.array([c.dual_value() for c in cover])
-        relaxed = Relaxation(pi, 0.0, pi, np.zeros(0), np.zeros(0), value, -math.inf)
         found, rc, least = extension.price(
             columns, relaxed, theta, deadline=deadline,
             max_partials=EARLY_PARTIALS if theta < 0 else MAX_PARTIALS)
@@ -173,8 +163,9 @@ def subset_bound(problem: WholeReleaseProblem, measure: Extent,
             theta = 0.0
         elif negative.sum() < per_round:  # few far below 0: look closer to 0
             theta = theta / SHRINK if theta < -1e-6 * max(1.0, abs(value)) / n else 0.0
-        add(_chosen(found[negative], rc[negative], per_round)[:, :m])
-    return SubsetBound(best, value, converged, rounds, len(seen), time.perf_counter() - started)
+        columns.add(_chosen(found[negative], rc[negative], per_round)[:, :m])
+    return SubsetBound(best, value, converged, rounds, len(columns.cost),
+                       time.perf_counter() - started)
 
 
 def _chosen(found: np.ndarray, rc: np.ndarray, per_round: int) -> np.ndarray:
