@@ -167,8 +167,8 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
     (pass A*, or any upper bound on it), by the argument of the module docstring; 0 for
     an extent that is not a separable perimeter. Past ``deadline``
     (``time.perf_counter()`` seconds) the remaining pairs of values count 0 and no weights
-    are searched; ``weighted=False`` keeps the uniform weights (step 4), which are searched
-    until ``weights_deadline`` (at most ``deadline``; default ``deadline``)."""
+    are searched. The weights (step 4) are searched until ``weights_deadline`` (at most
+    ``deadline``, its default); ``weighted=False`` keeps the uniform ones."""
     started = time.perf_counter()
     counts = ReleaseCounts.of(problem)
     cost_model = getattr(extent, "cost", None)
@@ -215,11 +215,11 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
     for b, values_b in enumerate(signatures):
         if values_b:
             start[b] = len(values_b) * uniform(len(values_b))
-    per_pair: dict[tuple[int, int], float] = {}
     parts: dict[tuple[int, int], tuple[float, np.ndarray]] = {}
     kept: dict[tuple[int, int], PairNetwork] = {}
     stored = 0
     complete = True
+    searched = weighted and not ncp  # else the networks need not be kept
     for (u, v), part in sides.items():
         if time.perf_counter() > deadline:
             complete = False
@@ -230,17 +230,17 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
         if network is None or solved is None:  # too large, or (a) <= a_star impossible
             complete = False
             continue
-        per_pair[(u, v)] = solved[0]
         parts[(u, v)] = solved
         stored += network.d.size
-        if stored <= STORED_LENGTHS:  # kept for the weights' rounds
+        if searched and stored <= STORED_LENGTHS:  # kept for the weights' rounds
             kept[(u, v)] = network
+    per_pair = {pair: value for pair, (value, _) in parts.items()}
     rounds = 0
-    if weighted and not ncp and complete and len(kept) == len(sides) and sides:
+    if searched and complete and len(kept) == len(sides) and sides:
         kinds = [LINE] * len(numeric) + [
             len(np.unique(cells[0])) if not costs[0].any() else 2**31 for cells, costs in chains]
-        search = improve_weights(kept, signatures, kinds, parts, deadline=min(
-            deadline, deadline if weights_deadline is None else weights_deadline))
+        search = improve_weights(kept, signatures, kinds, parts, deadline=deadline if
+                                 weights_deadline is None else min(deadline, weights_deadline))
         if search.bound > sum(per_pair.values()):
             per_pair, rounds = dict(search.per_pair), search.rounds
     return PairBound(float(sum(per_pair.values())), per_pair, complete,
