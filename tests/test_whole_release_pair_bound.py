@@ -38,6 +38,8 @@ def test_bound_never_exceeds_the_optimum_box(problem: WholeReleaseProblem) -> No
     found = pair_bound(problem, None, optimum[0])
     assert found.bound <= optimum[1] + 1e-9
     assert sum(found.per_pair.values()) == pytest.approx(found.bound)
+    # the searched weights (step 4) never fall below the uniform ones
+    assert pair_bound(problem, None, optimum[0], weighted=False).bound - 1e-9 <= found.bound
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -48,8 +50,10 @@ def test_bound_never_exceeds_the_optimum_hierarchy(
     optimum = hierarchy_optimum(problem, cost)
     if optimum is None:
         return
-    found = pair_bound(problem, cost.model_extent(lambda rows: 0), optimum[0])
+    extent = cost.model_extent(lambda rows: 0)
+    found = pair_bound(problem, extent, optimum[0])
     assert found.bound <= optimum[1] + 1e-9
+    assert pair_bound(problem, extent, optimum[0], weighted=False).bound - 1e-9 <= found.bound
 
 
 def test_two_value_bucket_is_exact() -> None:
@@ -128,8 +132,10 @@ def test_ncp_bound_never_exceeds_the_ncp_optimum(problem: WholeReleaseProblem) -
     if optimum is None:
         return
     cost = ReleaseCost(SCHEMA_BOX, problem.points, "ncp")
-    found = pair_bound(problem, cost.model_extent(lambda rows: 0), optimum[0])
+    extent = cost.model_extent(lambda rows: 0)
+    found = pair_bound(problem, extent, optimum[0])
     assert found.bound <= optimum[1] + 1e-9
+    assert pair_bound(problem, extent, optimum[0], weighted=False).bound - 1e-9 <= found.bound
     # the same arcs as the perimeter's under uniform weights (docstring, 3. and 4.)
     perimeter = pair_bound(problem, None, optimum[0], weighted=False)
     assert found.bound == pytest.approx(perimeter.bound)
