@@ -32,7 +32,9 @@ no counterfeits, extents no larger). Stage 2 is solved by LP-based price-and-fix
 relaxation (GLOP) gives a dual bound ``D`` and reduced costs; a restricted MIP over the
 columns of least reduced cost gives an incumbent ``UB``; SCIP then solves the model over
 the columns of reduced cost ``<= UB - D``, which contain every cheaper solution
-(Nemhauser & Wolsey, *Integer and Combinatorial Optimization*, 1988, §II.2).
+(Nemhauser & Wolsey, *Integer and Combinatorial Optimization*, 1988, §II.2). When they are
+too many for SCIP, the LP over them alone is tightened by subset-row cuts, whose bound and
+duals fix again (:mod:`republish.models.whole_release_subset_rows`).
 
 A family whose columns all fit in memory (``TABLE_COLUMNS``, 3 million, and
 ``TABLE_CELLS`` row slots) is tabulated once, vectorized, and every pricing round is

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 
 import numpy as np
 from ortools.linear_solver.python import model_builder
@@ -28,13 +29,23 @@ BUILD_SECONDS_PER_COLUMN = 1e-5
 
 
 def solve_restricted(master: Master, keep: np.ndarray, start: list[int], time_limit: float,
-                     seed: int) -> tuple[str, list[int] | None, float, float]:
+                     seed: int, cuts: Sequence[tuple[int, ...]] = ()
+                     ) -> tuple[str, list[int] | None, float, float]:
     """SCIP over the columns ``keep`` from the solution ``start`` (global column indices):
-    status, chosen columns (global), objective, bound of the restricted problem."""
+    status, chosen columns (global), objective, bound of the restricted problem. ``cuts``:
+    triples of rows whose subset-row inequalities (at most one chosen column holds two of
+    its rows, :mod:`republish.models.whole_release_subset_rows`) join the model; valid for
+    every solution, they only speed SCIP up (200 Adult rows at m = 3: 72,000 columns
+    proven in 12 s with 85 cuts, 28 s without)."""
     if time_limit < BUILD_SECONDS_PER_COLUMN * len(keep):  # building alone would overrun
         return "TIMEOUT", None, math.inf, -math.inf
     building = time.perf_counter()
     model, x, _, _ = partition_model(master, keep)
+    members = master.members[keep]
+    for triple in cuts:
+        hit = np.flatnonzero(np.isin(members, triple).sum(axis=1) >= 2)
+        if len(hit) > 1:
+            model.add(model_builder.LinearExpr.sum([x[k] for k in hit.tolist()]) <= 1)
     chosen = set(start)
     for c, var in zip(keep.tolist(), x, strict=True):
         model.add_hint(var, 1.0 if c in chosen else 0.0)
