@@ -123,11 +123,13 @@ POOL_COLUMNS, POOL_PER_ROW = 8_000, 10
 #: (degenerate masters often need a few such rounds before the bound moves again).
 STALLED_ROUNDS = 3
 #: Reduced-cost fixing may enumerate up to this many columns (or max_columns if larger),
-#: and CUT_POOL_PER_SECOND per second left, when subset-row cuts are to shrink them
+#: and CUT_POOL_PER_SECOND per second left, for subset-row cuts to shrink them
 #: (:mod:`republish.models.whole_release_subset_rows`); the cuts take at most CUT_SHARE of
 #: the time left, and at least CUT_SECONDS of it. 200 Adult rows at m = 3: 377,000 columns
 #: enumerated in about 1.5 s, cut to 73,000 in 0.9 s.
 CUT_POOL_COLUMNS, CUT_POOL_PER_SECOND, CUT_SHARE, CUT_SECONDS = 2_000_000, 150_000, 0.3, 1.5
+#: Pools of at most this many columns (and at most max_columns) go to SCIP as they are.
+CUT_POOL_ABOVE = 5_000
 
 
 @dataclass
@@ -347,9 +349,9 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     keep = np.union1d(np.flatnonzero(rc <= gap), best).astype(np.int64)
     cuts: tuple[tuple[int, int, int], ...] = ()
     tightened = None
-    if len(keep) > min(limit, FIXING_COLUMNS_PER_SECOND * left()) and \
-            len(keep) <= fix_limit:
-        # too many for SCIP: the LP over them alone, with subset-row cuts, fixes again
+    if min(limit, CUT_POOL_ABOVE) < len(keep) <= fix_limit:
+        # the LP over them alone, with subset-row cuts, fixes again, and the cuts speed
+        # SCIP up (a pool small enough for SCIP still took it 28 s without them, 11 s with)
         tightened = tighten_pool(master, keep, np.asarray(best, dtype=np.int64), best_cost,
                                  rc[keep], deadline=time.perf_counter() + min(
                                      left(), max(CUT_SHARE * left(), CUT_SECONDS)))
@@ -365,7 +367,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     if len(keep) > FIXING_COLUMNS_PER_SECOND * left():
         return _Stage2("FEASIBLE", best, best_cost, bound,
                        note + f"; fixing left {len(keep)} columns, too many for the time left")
-    status, picked, value, found = solve_restricted(master, keep, best, left(), seed, cuts)
+    status, picked, value, found = solve_restricted(master, keep, best, left(), seed, cuts,
+                                                    proving=True)
     if picked is not None and value < best_cost:
         best, best_cost = picked, float(columns.cost[picked].sum())
     note += f"; SCIP on the {len(keep)} columns left by reduced-cost fixing"

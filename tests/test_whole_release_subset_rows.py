@@ -144,3 +144,25 @@ def test_model_proves_the_optimum_through_the_cuts(seed: int) -> None:
     optimum_a, optimum_b = brute_force(problem)
     assert solution.status_b == "OPTIMAL" and solution.objective_a == float(optimum_a)
     assert solution.objective_b == pytest.approx(optimum_b, abs=1e-6)
+
+
+def test_proving_settings_are_accepted_and_fall_back_when_rejected() -> None:
+    """The proving run's SCIP settings name parameters this SCIP knows (else every proof
+    would silently fall back to the defaults), and a rejected setting falls back."""
+    from ortools.linear_solver.python import model_builder
+
+    from republish.models import whole_release_restricted as restricted
+
+    model = model_builder.Model()
+    x = model.new_bool_var("x")
+    model.add(x <= 1)
+    model.minimize(x)
+    solver = model_builder.Solver("scip")
+    solver.set_solver_specific_parameters(restricted.PROVING_PARAMETERS)
+    assert solver.solve(model) == model_builder.SolveStatus.OPTIMAL
+    columns = [(0, 1), (1, 2), (0, 2), (0,), (1,), (2,)]
+    master = master_of(columns, [1.0, 1.0, 1.0, 1.5, 1.5, 1.5], 3, np.ones(3, bool))
+    with mock.patch.object(restricted, "PROVING_PARAMETERS", "heuristics/none/freq = -1\n"):
+        status, chosen, value, _ = restricted.solve_restricted(
+            master, np.arange(6), [3, 4, 5], 10.0, 0, cuts=[(0, 1, 2)], proving=True)
+    assert status == "OPTIMAL" and value == pytest.approx(2.5) and len(chosen) == 2
