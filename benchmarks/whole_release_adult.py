@@ -8,8 +8,9 @@ of ``--initial`` rows and ``--r`` deletions and insertions per release.
 For every m and every pipeline (``heuristic``; ``exact`` with each ``--time-limit``) it
 records per release: (a) counterfeits + deferrals, (b) the perimeter of
 :mod:`republish.objectives`, the release status, both stages' status, bound and gap, and
-the wall time. Prints Markdown for ``benchmarks/RESULTS.md`` and writes
-``benchmarks/whole_release_adult_<initial>.csv``.
+the wall time. Prints Markdown for ``benchmarks/RESULTS.md`` and writes the rows to
+``--csv``, by default ``benchmarks/whole_release_<data>_<initial>.csv``, or, when that file
+exists (``RESULTS.md`` cites these files), to the first free ``..._<n>.csv`` beside it.
 
 Usage::
 
@@ -116,16 +117,27 @@ def main() -> None:
                         help="the model pipelines' budget for the first release (default: "
                         "--time-limit): a publisher may spend a minute once, then seconds")
     parser.add_argument("--csv", type=Path, default=None,
-                        help="where the rows go (default: whole_release_<data>_<initial>.csv)")
+                        help="where the rows go (default: whole_release_<data>_<initial>.csv, "
+                        "or _2, _3, ... when it exists: never overwrites cited results)")
     args = parser.parse_args()
     frame = run(args.initial, args.r, args.releases, args.m, args.time_limit, args.mode,
                 args.seed, args.dataset, tuple(args.first_release), args.first_time_limit)
     name = "adult" if args.dataset == "adult" else "census"
-    out = args.csv or HERE / f"whole_release_{name}_{args.initial}.csv"
+    out = args.csv or free_path(HERE / f"whole_release_{name}_{args.initial}.csv")
     frame.to_csv(out, index=False)
+    print(f"rows written to {out}", file=sys.stderr)
     command = "python benchmarks/whole_release_adult.py " + " ".join(sys.argv[1:])
     print(f"`{command}` — {platform.machine()}, {os.cpu_count()} cores, {date.today()}\n")
     print(markdown(frame))
+
+
+def free_path(path: Path) -> Path:
+    """``path`` when no file is there, else the first ``<stem>_<n><suffix>`` that is free."""
+    candidate, n = path, 2
+    while candidate.exists():
+        candidate = path.with_name(f"{path.stem}_{n}{path.suffix}")
+        n += 1
+    return candidate
 
 
 if __name__ == "__main__":
