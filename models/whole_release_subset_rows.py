@@ -31,6 +31,7 @@ with 69 cuts (incumbent 65.08), and the second pool held 76,000 columns.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -83,36 +84,66 @@ class _PoolIndex:
 
 
 def separate_subset_rows(members: np.ndarray, x: np.ndarray, rows: int,
-                         limit: int = CUTS_PER_ROUND, min_violation: float = MIN_VIOLATION
+                         limit: int = CUTS_PER_ROUND, min_violation: float = MIN_VIOLATION,
+                         deadline: float = math.inf
                          ) -> list[tuple[tuple[int, int, int], float]]:
     """The triples ``S`` of rows whose subset-row inequality the point ``x >= 0`` (over the
     columns ``members``, covering every row at most once, as the LP's points do) violates
     by more than ``min_violation``, the most violated first (at most ``limit``), with their
-    left-hand sides.
+    left-hand sides. Past ``deadline`` (``time.perf_counter()``) the triples not yet tried
+    are left out.
 
-    A violated triple is hit by two columns through two different pairs of its rows (one
-    pair's columns weigh at most 1 together), and two pairs of a triple share a row ``i``:
-    so only triples ``{i, j, k}`` with ``j`` and ``k`` both sharing a column of ``x > 0``
-    with ``i`` are tried."""
+    A column holding two rows of ``S`` adds its ``x`` to their pair's weight ``w`` (the sum
+    of ``x`` over the columns holding both), one holding all three to all three pairs, so
+    the left-hand side is at most ``w_ij + w_ik + w_jk``: only triples whose pairs weigh
+    more than ``1 + min_violation`` together are tried, and two of their pairs, which share
+    a row ``i``, have weight: ``j`` and ``k`` are both partners of ``i``."""
     positive = np.flatnonzero(x > 1e-9)
-    if len(positive) < 2:
+    if len(positive) < 2 or members.shape[1] < 2:
         return []
-    held = members[positive]
+    held, weight = members[positive], x[positive]
+    # the pairs' weights, as sorted keys i * rows + j (i < j) and their sums
+    firsts, seconds, shares = [], [], []
+    for a, b in itertools.combinations(range(held.shape[1]), 2):
+        both = (held[:, a] >= 0) & (held[:, b] >= 0)
+        firsts.append(np.minimum(held[both, a], held[both, b]))
+        seconds.append(np.maximum(held[both, a], held[both, b]))
+        shares.append(weight[both])
+    if not sum(map(len, firsts)):
+        return []
+    keys, inverse = np.unique(np.concatenate(firsts) * rows + np.concatenate(seconds),
+                              return_inverse=True)
+    pair_weight = np.bincount(inverse.ravel(), weights=np.concatenate(shares))
+
+    def weight_of(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        key = np.minimum(i, j) * rows + np.maximum(i, j)
+        at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+        return np.where(keys[at] == key, pair_weight[at], 0.0)
+
+    ends = np.concatenate([keys // rows, keys % rows])
+    partner = np.concatenate([keys % rows, keys // rows])
+    order = np.argsort(ends, kind="stable")
+    ends, partner = ends[order], partner[order]
+    starts = np.searchsorted(ends, np.arange(rows + 1))
+    found_triples = []
+    for i in np.flatnonzero(np.diff(starts) >= 2).tolist():
+        if time.perf_counter() > deadline:
+            break
+        partners = partner[starts[i]:starts[i + 1]]
+        a, b = np.triu_indices(len(partners), 1)
+        j, k = partners[a], partners[b]
+        total = weight_of(np.full(len(j), i), j) + weight_of(np.full(len(j), i), k) + \
+            weight_of(j, k)
+        chosen = total > 1 + min_violation
+        if chosen.any():
+            found_triples.append(np.sort(np.column_stack(
+                [np.full(int(chosen.sum()), i), j[chosen], k[chosen]]), axis=1))
+    if not found_triples:
+        return []
+    triples = np.unique(np.vstack(found_triples), axis=0)
     incidence = np.zeros((len(positive), rows), dtype=np.int8)
     column, slot = np.nonzero(held >= 0)
     incidence[column, held[column, slot]] = 1
-    weight = x[positive]
-    pair_weight = (incidence.T * weight) @ incidence  # rows x rows
-    np.fill_diagonal(pair_weight, 0.0)
-    candidates = set()
-    for i in np.flatnonzero((pair_weight > 1e-9).any(axis=1)).tolist():
-        partners = np.flatnonzero(pair_weight[i] > 1e-9).tolist()
-        for a in range(len(partners)):
-            for b in range(a + 1, len(partners)):
-                candidates.add(tuple(sorted((i, partners[a], partners[b]))))
-    if not candidates:
-        return []
-    triples = np.array(sorted(candidates), dtype=np.int64)
     found: list[tuple[tuple[int, int, int], float]] = []
     for block in np.array_split(triples, max(1, len(triples) // 20_000)):
         times = incidence[:, block[:, 0]] + incidence[:, block[:, 1]] + incidence[:, block[:, 2]]
@@ -241,7 +272,8 @@ def tighten_pool(master: Master, pool: np.ndarray, incumbent: np.ndarray, upper:
         converged = True
         if len(cuts) >= MAX_CUTS:
             break
-        violated = separate_subset_rows(members[lp.present], x[lp.present], rows)
+        violated = separate_subset_rows(members[lp.present], x[lp.present], rows,
+                                        deadline=deadline)
         fresh = [s for s, _ in violated if s not in set(cuts)]
         if not fresh:
             break
