@@ -130,6 +130,9 @@ STALLED_ROUNDS = 3
 CUT_POOL_COLUMNS, CUT_POOL_PER_SECOND, CUT_SHARE, CUT_SECONDS = 2_000_000, 150_000, 0.3, 1.5
 #: Pools of at most this many columns (and at most max_columns) go to SCIP as they are.
 CUT_POOL_ABOVE = 5_000
+#: Share of the time left that the restricted MIP over the table's columns of least reduced
+#: cost may take (its SCIP run finds the incumbent and sometimes proves it).
+RESTRICTED_SHARE = 0.9
 
 
 @dataclass
@@ -298,7 +301,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 # (most of the time left: when it proves nothing, the fixing below rarely
                 # fits the rest either)
                 pooled_fix = fix_by_pool(columns, pricer, fixing[0], fixing[1], best, size,
-                                         0.9 * left(), seed)
+                                         RESTRICTED_SHARE * left(), seed)
                 master = columns.master(radius)
                 if pooled_fix.chosen is not None and pooled_fix.value < best_cost:
                     best, best_cost = pooled_fix.chosen, float(columns.cost[
