@@ -28,22 +28,26 @@ def as_members(columns: list[tuple[int, ...]]) -> np.ndarray:
 
 
 def master_of(columns: list[tuple[int, ...]], cost: list[float], rows: int,
-              exact: np.ndarray) -> Master:
+              exact: np.ndarray, a_coef: list[int] | None = None, rhs: int = 0) -> Master:
     return Master(as_members(columns), np.asarray(cost, dtype=np.float64),
-                  np.zeros(len(columns), dtype=np.int64), 0, exact,
+                  np.asarray(a_coef or [0] * len(columns), dtype=np.int64), rhs, exact,
                   np.zeros(rows, dtype=np.int64), np.full(rows, -math.inf))
 
 
 def solutions(columns: list[tuple[int, ...]], cost: list[float], rows: int,
-              exact: np.ndarray, allowed: set[int] | None = None
+              exact: np.ndarray, allowed: set[int] | None = None,
+              a_coef: list[int] | None = None, rhs: int = 0
               ) -> list[tuple[float, tuple[int, ...]]]:
-    """Every choice of disjoint columns covering every exact row, with its cost."""
+    """Every choice of disjoint columns covering every exact row (and within the (a) row
+    ``Σ a_coef <= rhs``), with its cost."""
     found = []
+    a_coef = a_coef or [0] * len(columns)
     ids = [c for c in range(len(columns)) if allowed is None or c in allowed]
     for size in range(rows + 1):
         for chosen in itertools.combinations(ids, size):
             held = [r for c in chosen for r in columns[c]]
-            if len(held) == len(set(held)) and set(np.flatnonzero(exact)) <= set(held):
+            if len(held) == len(set(held)) and set(np.flatnonzero(exact)) <= set(held) \
+                    and sum(a_coef[c] for c in chosen) <= rhs:
                 found.append((sum(cost[c] for c in chosen), chosen))
     return found
 
@@ -104,18 +108,21 @@ def test_one_cut_closes_the_odd_cycle() -> None:
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(packings(), st.lists(st.floats(0.1, 3.0), min_size=12, max_size=12),
-       st.lists(st.booleans(), min_size=7, max_size=7), st.floats(0.0, 2.0))
+       st.lists(st.booleans(), min_size=7, max_size=7), st.floats(0.0, 2.0),
+       st.lists(st.integers(-2, 2), min_size=12, max_size=12), st.integers(0, 3))
 def test_tightened_bound_and_kept_columns_against_brute_force(
         instance: tuple[list[tuple[int, ...]], int], raw_cost: list[float],
-        exact_rows: list[bool], slack: float) -> None:
+        exact_rows: list[bool], slack: float, raw_a: list[int], rhs: int) -> None:
+    """Exact and at-most-once rows, and an (a) row (counterfeits, deferrals) on top."""
     columns, rows = instance
     columns = columns + [(r,) for r in range(rows)]  # singletons: always feasible
     cost = raw_cost[:len(columns) - rows] + [3.0 + 0.1 * r for r in range(rows)]
+    a_coef = raw_a[:len(columns) - rows] + [0] * rows
     exact = np.asarray(exact_rows[:rows])
-    every = solutions(columns, cost, rows, exact)
+    every = solutions(columns, cost, rows, exact, a_coef=a_coef, rhs=rhs)
     best, chosen = min(every)
     upper = best + slack  # the incumbent: an optimal solution, claimed at `upper`
-    master = master_of(columns, cost, rows, exact)
+    master = master_of(columns, cost, rows, exact, a_coef, rhs)
     result = tighten_pool(master, np.arange(len(columns)), np.asarray(chosen, dtype=np.int64),
                           upper, np.asarray(cost), deadline=time.perf_counter() + 10)
     assert result is not None
@@ -166,3 +173,27 @@ def test_proving_settings_are_accepted_and_fall_back_when_rejected() -> None:
         status, chosen, value, _ = restricted.solve_restricted(
             master, np.arange(6), [3, 4, 5], 10.0, 0, cuts=[(0, 1, 2)], proving=True)
     assert status == "OPTIMAL" and value == pytest.approx(2.5) and len(chosen) == 2
+
+
+def test_the_a_row_prices_the_columns() -> None:
+    """A binding (a) row: the pair (0, 1) needs a counterfeit (+1) that only deferring row
+    2 pays for (-1), so the optimum 1.1 takes both; the (a) row's dual must enter every
+    reduced cost, or the deferral's column looks dearer than it is and is fixed out."""
+    columns = [(0, 1), (0, 1, 2), (0,), (1,), (2,)]
+    cost = [1.0, 1.5, 1.0, 1.0, 0.1]
+    a_coef = [1, -1, 0, 0, -1]
+    exact = np.array([True, True, False])
+    master = master_of(columns, cost, 3, exact, a_coef, 0)
+    best, chosen = min(solutions(columns, cost, 3, exact, a_coef=a_coef, rhs=0))
+    assert best == pytest.approx(1.1) and set(chosen) == {0, 4}
+    for slack in (0.0, 0.05, 0.3):
+        result = tighten_pool(master, np.arange(5), np.array([1]), 1.5, np.asarray(cost),
+                              deadline=time.perf_counter() + 10)
+        assert result is not None and min(1.5, result.bound) <= best + 1e-9
+        assert {0, 4} <= set(result.keep.tolist())
+        result = tighten_pool(master, np.arange(5), np.array(chosen), best + slack,
+                              np.asarray(cost), deadline=time.perf_counter() + 10)
+        # the LP is integral here: with the (a) row's dual in every reduced cost, the
+        # bound is the LP's value (without it, column (0, 1) would price below zero)
+        assert result is not None and result.bound == pytest.approx(best)
+        assert {0, 4} <= set(result.keep.tolist())
