@@ -130,8 +130,8 @@ def separate_subset_rows(members: np.ndarray, x: np.ndarray, rows: int,
         if time.perf_counter() > deadline:
             break
         partners = partner[starts[i]:starts[i + 1]]
-        a, b = np.triu_indices(len(partners), 1)
-        j, k = partners[a], partners[b]
+        left, right = np.triu_indices(len(partners), 1)
+        j, k = partners[left], partners[right]
         total = weight_of(np.full(len(j), i), j) + weight_of(np.full(len(j), i), k) + \
             weight_of(j, k)
         chosen = total > 1 + min_violation
