@@ -297,9 +297,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             size = max(5 * n, min(30 * n, 20_000)) if attempt == "restricted" else 0
             if attempt == "restricted" and pricer.prices_all and fixing is not None:
                 # the pool of least reduced cost from the whole table (not only the LP's
-                # columns, so the restricted pool below is not built): it may prove itself
-                # (most of the time left: when it proves nothing, the fixing below rarely
-                # fits the rest either)
+                # columns, so the restricted pool below is not built): it may prove itself,
+                # and its incumbent sizes the fixing's pool (RESTRICTED_SHARE)
                 pooled_fix = fix_by_pool(columns, pricer, fixing[0], fixing[1], best, size,
                                          RESTRICTED_SHARE * left(), seed)
                 master = columns.master(radius)
