@@ -83,85 +83,72 @@ def separation_patterns(kind: int, s: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class WeightSearch:
-    """``bound``: the best ``Σ_uv F_uv - μ·K`` found (``K`` the pairings with counterfeits
-    a release can make, ``μ`` their price), ``per_pair`` its ``F_uv`` and ``fake_price``
-    its ``μ``; ``rounds`` the proposals evaluated after the start; ``ceiling`` the LP's
-    last value (no weights give more), ``inf`` when no proposal was made."""
+    """``bound``: the best ``Σ_uv F_uv`` found, ``per_pair`` its parts; ``rounds`` the
+    weight proposals evaluated after the start; ``ceiling`` the LP's last value (no weights
+    give more), ``inf`` when no proposal was made."""
 
     bound: float
     per_pair: dict[Pair, float]
     rounds: int
     ceiling: float
-    fake_price: float = 0.0
 
 
 def improve_weights(networks: dict[Pair, PairNetwork], signatures: list[list[int]],
-                    kinds: list[int], start_parts: dict[Pair, tuple[float, np.ndarray, int]],
-                    *, deadline: float, max_rounds: int = MAX_ROUNDS,
-                    fake_pairings: float = 0.0, start_price: float = 0.0,
-                    max_price: float = 0.0) -> WeightSearch:
+                    kinds: list[int], start_parts: dict[Pair, tuple[float, np.ndarray]], *,
+                    deadline: float, max_rounds: int = MAX_ROUNDS) -> WeightSearch:
     """Kelley's cutting planes over the weights (module docstring), from the start whose
-    networks' values, supergradients (per unit of ``W``) and pairings with counterfeits
-    are ``start_parts``, at counterfeit price ``start_price``. ``signatures``: each
-    bucket's sorted values (empty for a bucket without old rows); ``kinds``: each QI's
-    pattern kind. ``fake_pairings``: ``K`` (:mod:`republish.models.whole_release_pair_
-    bound`, step 5); the price is searched with the weights in ``[0, max_price]``. A round
-    that does not finish before ``deadline`` (``time.perf_counter()`` seconds) is not
-    counted."""
-    best = sum(value for value, _, _ in start_parts.values()) - start_price * fake_pairings
-    best_parts = {pair: value for pair, (value, _, _) in start_parts.items()}
-    best_price = start_price
+    networks' values and supergradients (per unit of ``W``) are ``start_parts``.
+    ``signatures``: each bucket's sorted values (empty for a bucket without old rows);
+    ``kinds``: each QI's pattern kind. A round that does not finish before ``deadline``
+    (``time.perf_counter()`` seconds) is not counted."""
+    best = sum(value for value, _ in start_parts.values())
+    best_parts = {pair: value for pair, (value, _) in start_parts.items()}
     members: dict[Pair, list[int]] = {pair: [] for pair in networks}
     for b, sigma in enumerate(signatures):
         for pair in itertools.combinations(sigma, 2):
             if pair in members:
                 members[pair].append(b)
     sizes = np.array([max(len(sigma), 1) for sigma in signatures], dtype=np.float64)
-    master = _CutMaster(members, signatures, kinds, fake_pairings,
-                        max(max_price, start_price) if fake_pairings > 0 else 0.0)
-    for pair, (_, gradient, fakes) in start_parts.items():
-        master.add_cut(pair, gradient * sizes[:, None], fakes)  # per unit of λ: W = s_b·λ
+    master = _CutMaster(members, signatures, kinds)
+    for pair, (_, gradient) in start_parts.items():
+        master.add_cut(pair, gradient * sizes[:, None])  # per unit of λ: W = s_b·λ
     rounds, ceiling = 0, math.inf
     while rounds < max_rounds and time.perf_counter() < deadline:
-        proposal, price, ceiling = master.propose()
+        proposal, ceiling = master.propose()
         if proposal is None or ceiling - best <= STOP_SHARE * max(best, 1e-12):
             break
-        parts: dict[Pair, tuple[float, np.ndarray, int]] = {}
+        parts: dict[Pair, tuple[float, np.ndarray]] = {}
         for pair, network in networks.items():
             if time.perf_counter() > deadline:
                 break
-            solved = network.solve(proposal[pair] * sizes[:, None], price)
+            solved = network.solve(proposal[pair] * sizes[:, None])
             if solved is None:
-                return WeightSearch(best, best_parts, rounds, ceiling, best_price)
+                return WeightSearch(best, best_parts, rounds, ceiling)
             parts[pair] = solved
         if len(parts) < len(networks):
             break
         rounds += 1
-        for pair, (_, gradient, fakes) in parts.items():
-            master.add_cut(pair, gradient * sizes[:, None], fakes)
-        total = sum(value for value, _, _ in parts.values()) - price * fake_pairings
+        for pair, (_, gradient) in parts.items():
+            master.add_cut(pair, gradient * sizes[:, None])
+        total = sum(value for value, _ in parts.values())
         if total > best:
-            best, best_price = total, price
-            best_parts = {pair: value for pair, (value, _, _) in parts.items()}
-    return WeightSearch(best, best_parts, rounds, ceiling, best_price)
+            best, best_parts = total, {pair: value for pair, (value, _) in parts.items()}
+    return WeightSearch(best, best_parts, rounds, ceiling)
 
 
 class _CutMaster:
-    """The LP of the cuts, built once: ``max Σ z_uv - K·μ`` s.t. ``z_uv <= Σ_{b,q}
-    g_bq·λ_{b,q,uv} + f·μ`` for each cut ``(g, f)`` of ``F_uv`` (per unit of ``λ`` and of
-    the counterfeit price ``μ``), each ``λ_{b,q,·}`` in its bucket's separation polytope,
-    ``0 <= μ <= μ_max`` (GLOP; a cut adds a row)."""
+    """The LP of the cuts, built once: ``max Σ z_uv`` s.t. ``z_uv <= Σ_{b,q} g_bq·λ_{b,q,uv}``
+    for each cut ``g`` of ``F_uv`` (per unit of ``λ``), each ``λ_{b,q,·}`` in its bucket's
+    separation polytope (GLOP; a cut adds a row)."""
 
     def __init__(self, members: dict[Pair, list[int]], signatures: list[list[int]],
-                 kinds: list[int], fake_pairings: float = 0.0, max_price: float = 0.0
-                 ) -> None:
+                 kinds: list[int]) -> None:
         self.members, self.qis, self.buckets = members, len(kinds), len(signatures)
         self.solver = solver = pywraplp.Solver.CreateSolver("GLOP")
         self.lam = {(b, pair, q): solver.NumVar(0.0, 1.0, f"lambda_{b}_{pair[0]}_{pair[1]}_{q}")
                     for pair, bs in members.items() for b in bs for q in range(self.qis)}
         self.z = {pair: solver.NumVar(0.0, solver.infinity(), f"z_{pair[0]}_{pair[1]}")
                   for pair in members}
-        self.mu = solver.NumVar(0.0, max_price, "mu")
         for b, sigma in enumerate(signatures):
             pairs = list(itertools.combinations(sigma, 2))
             if not any((b, pair, 0) in self.lam for pair in pairs):
@@ -171,22 +158,21 @@ class _CutMaster:
                     solver.Add(solver.Sum(
                         [self.lam[(b, pair, q)] for pair, on in zip(pairs, pattern, strict=True)
                          if on and (b, pair, q) in self.lam]) <= 1.0)
-        solver.Maximize(solver.Sum(list(self.z.values())) - fake_pairings * self.mu)
+        solver.Maximize(solver.Sum(list(self.z.values())))
 
-    def add_cut(self, pair: Pair, g: np.ndarray, fakes: int) -> None:
+    def add_cut(self, pair: Pair, g: np.ndarray) -> None:
         self.solver.Add(self.z[pair] <= self.solver.Sum(
             [float(g[b, q]) * self.lam[(b, pair, q)] for b in self.members[pair]
-             for q in range(self.qis) if g[b, q] > 0]) + float(fakes) * self.mu)
+             for q in range(self.qis) if g[b, q] > 0]))
 
-    def propose(self) -> tuple[dict[Pair, np.ndarray] | None, float, float]:
-        """Per pair of values, the LP's ``λ`` (per bucket, per QI), its ``μ``, and the LP's
-        value."""
+    def propose(self) -> tuple[dict[Pair, np.ndarray] | None, float]:
+        """Per pair of values, the LP's ``λ`` (per bucket, per QI), and the LP's value."""
         if self.solver.Solve() != pywraplp.Solver.OPTIMAL:
-            return None, 0.0, math.inf
+            return None, math.inf
         weights = {}
         for pair, bs in self.members.items():
             matrix = np.zeros((self.buckets, self.qis))
             for b in bs:
                 matrix[b] = [self.lam[(b, pair, q)].solution_value() for q in range(self.qis)]
             weights[pair] = matrix
-        return weights, self.mu.solution_value(), self.solver.Objective().Value()
+        return weights, self.solver.Objective().Value()
