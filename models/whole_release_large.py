@@ -62,7 +62,8 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     now = time.perf_counter()
     rows_bound = lower_bound_b(problem, measure, incumbent.a, weight,
                                deadline=now + UNIFORM_SHARE * time_limit,
-                               weights_deadline=now + BOUND_SHARE * time_limit) \
+                               weights_deadline=now + BOUND_SHARE * time_limit,
+                               groups=incumbent.groups) \
         if a_star is not None else 0.0
     deadline = started + time_limit * (1 - bound_share)
     now = time.perf_counter()

@@ -45,6 +45,18 @@ counterfeit. Validity of :func:`pair_bound`:
    tion problems are kept and solved again under weights proposed by cutting planes, and
    the best point's ``Σ_{u<v} F(u, v)`` is the bound. Not for NCP, whose step 3 needs the
    uniform weights.
+5. **A price on counterfeits.** Each pair of values may spend up to ``⌊A*⌋`` counterfeits
+   on its own, though the release has at most ``⌊A*⌋`` in all, and a counterfeit in a
+   group of bucket ``b`` is the partner of at most ``s_b - 1`` old rows (one per other
+   value): over all pairs of values a release makes at most ``K = (s_max - 1)·⌊A*⌋``
+   pairings with counterfeits. Charging each such pairing ``μ >= 0`` in every transporta-
+   tion problem and subtracting ``μ·K`` keeps the bound (a Lagrangian relaxation of that
+   count), with ``μ`` the incumbent's mean pair cost under the uniform weights (about what
+   a real partner costs there). The price replaces the weights' search where the search
+   would get too little time for a round (``PRICED_BELOW_SECONDS``). On 20,000 Adult rows
+   at m = 7 the uniform weights give 8,700 unpriced and 12,423 priced on release 2 (A* =
+   126; the pairs had made 15,729 pairings with counterfeits where ``K`` = 882), and 4,379
+   and 11,463 on release 5 (A* = 343).
 
 Costs are rounded down to integers (``SCALE`` units), which keeps the bound valid; rows
 equal in every coordinate share one node. The weights' rounds run while the deadline
@@ -66,6 +78,7 @@ import dataclasses
 import itertools
 import math
 import time
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -98,20 +111,28 @@ MAX_ARCS = 4_000_000
 #: Pair extents (arcs × QIs, 4 bytes each) kept for the weights' rounds at most, about
 #: 400 MB: 20,000 Adult rows keep 23M at m = 3 and 47M at m = 5 (release 2).
 STORED_LENGTHS = 100_000_000
+#: Step 5 prices the pairings with counterfeits where the weights' rounds have less than
+#: this many seconds from the bound's start (they then run no round). Priced networks
+#: solve about 15 % slower and their flows make poor first cuts: on 20,000 Adult rows at
+#: m = 7 with the 60 s budget's share (24 s), release 5 reached 12,016 priced against
+#: 13,245 with unpriced rounds; with the 10 s share (4 s), 5,354 against 3,501.
+PRICED_BELOW_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
 class PairBound:
     """``bound``: a lower bound on (b) over releases of (a) ``<= a_star``; ``per_pair``
-    each pair of values' part; ``complete``: every pair was solved before the deadline
-    (otherwise the missing pairs count 0); ``rounds``: weight proposals evaluated after
-    the uniform weights (step 4)."""
+    each pair of values' least cost (with step 5's price on counterfeits); ``fake_charge``
+    what step 5 subtracts (``bound = max(Σ per_pair - fake_charge, 0)``); ``complete``:
+    every pair was solved before the deadline (otherwise the missing pairs count 0);
+    ``rounds``: proposals evaluated after the uniform weights (steps 4 and 5)."""
 
     bound: float
     per_pair: dict[tuple[int, int], float]
     complete: bool
     wall_time_s: float
     rounds: int = 0
+    fake_charge: float = 0.0
 
 
 def _line_ratio(s: int) -> int:
@@ -160,15 +181,49 @@ def _chain_ratio(chain: Chain, s: int) -> float:
     return ratio
 
 
+def fake_pairings(signatures: list[list[int]], counterfeits: int,
+                  pairs: Collection[tuple[int, int]] | None = None) -> float:
+    """``K`` of step 5: at most how many pairings with counterfeits a release with
+    ``counterfeits`` counterfeits makes over the pairs of values ``pairs`` (default: all).
+    A counterfeit of ``v`` in bucket ``b`` is the partner of at most one old row of each
+    other value of ``σ_b``, and counts only in the pairs ``(u, v)`` among ``pairs``
+    (``signatures``: each bucket's values, empty without old rows)."""
+    most = 0
+    for sigma in signatures:
+        for v in sigma:
+            most = max(most, sum(1 for u in sigma if u != v and (
+                pairs is None or (min(u, v), max(u, v)) in pairs)))
+    return float(most * counterfeits)
+
+
+def _pair_lengths(numeric: list[np.ndarray], chains: list[Chain], a: np.ndarray,
+                  b: np.ndarray) -> np.ndarray:
+    """``d_q`` of the row pairs ``(a[i], b[i])``, one column per QI (numeric, then chains)."""
+    columns = [np.abs(x[a] - x[b]) for x in numeric]
+    for cells, costs in chains:
+        pending = np.ones(len(a), dtype=bool)
+        length = np.zeros(len(a))
+        for level in range(cells.shape[0]):
+            meet = pending & (cells[level, a] == cells[level, b])
+            length[meet] = costs[level, a[meet]]
+            pending &= ~meet
+        columns.append(length)
+    return np.column_stack(columns) if columns else np.zeros((len(a), 0))
+
+
 def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
                a_star: float | Fraction = 0, *, deadline: float = math.inf,
-               weighted: bool = True, weights_deadline: float | None = None) -> PairBound:
+               weighted: bool = True, weights_deadline: float | None = None,
+               groups: Sequence[np.ndarray] | None = None) -> PairBound:
     """A lower bound on (b) over the releases of ``problem`` whose (a) is at most ``a_star``
     (pass A*, or any upper bound on it), by the argument of the module docstring; 0 for
     an extent that is not a separable perimeter. Past ``deadline``
     (``time.perf_counter()`` seconds) the remaining pairs of values count 0 and no weights
     are searched. The weights (step 4) are searched until ``weights_deadline`` (at most
-    ``deadline``, its default); ``weighted=False`` keeps the uniform ones."""
+    ``deadline``, its default); ``weighted=False`` keeps the uniform ones. ``groups``: a
+    release (the incumbent) whose mean pair cost under the uniform weights prices the
+    pairings with counterfeits (step 5) where the weights are not searched or would get
+    less than PRICED_BELOW_SECONDS; without it they are free."""
     started = time.perf_counter()
     counts = ReleaseCounts.of(problem)
     cost_model = getattr(extent, "cost", None)
@@ -215,18 +270,25 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
     for b, values_b in enumerate(signatures):
         if values_b:
             start[b] = len(values_b) * uniform(len(values_b))
-    parts: dict[tuple[int, int], tuple[float, np.ndarray]] = {}
+    weights_until = deadline if weights_deadline is None else min(deadline, weights_deadline)
+    most_fake = fake_pairings(signatures, cf_max)  # K of step 5
+    # step 5 prices the uniform pass where the weights get no round (module docstring)
+    searched = weighted and not ncp
+    priced = bool(most_fake) and (not searched or
+                                  weights_until - started < PRICED_BELOW_SECONDS)
+    searched = searched and not priced  # else the networks need not be kept
+    price = _incumbent_price(problem, groups, numeric, chains, uniform) if priced else 0.0
+    parts: dict[tuple[int, int], tuple[float, np.ndarray, int]] = {}
     kept: dict[tuple[int, int], PairNetwork] = {}
     stored = 0
     complete = True
-    searched = weighted and not ncp  # else the networks need not be kept
     for (u, v), part in sides.items():
         if time.perf_counter() > deadline:
             complete = False
             break
         network = build_network(part, new_nodes.get(u, empty), new_nodes.get(v, empty),
                                 cf_max, cf_max, distances, MAX_ARCS)
-        solved = network.solve(start) if network is not None else None
+        solved = network.solve(start, price) if network is not None else None
         if network is None or solved is None:  # too large, or (a) <= a_star impossible
             complete = False
             continue
@@ -234,28 +296,55 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
         stored += network.d.size
         if searched and stored <= STORED_LENGTHS:  # kept for the weights' rounds
             kept[(u, v)] = network
-    per_pair = {pair: value for pair, (value, _) in parts.items()}
+    per_pair = {pair: value for pair, (value, _, _) in parts.items()}
     rounds = 0
     if searched and complete and len(kept) == len(sides) and sides:
         kinds = [LINE] * len(numeric) + [
             len(np.unique(cells[0])) if not costs[0].any() else 2**31 for cells, costs in chains]
-        search = improve_weights(kept, signatures, kinds, parts, deadline=deadline if
-                                 weights_deadline is None else min(deadline, weights_deadline))
+        search = improve_weights(kept, signatures, kinds, parts, deadline=weights_until)
         if search.bound > sum(per_pair.values()):
             per_pair, rounds = dict(search.per_pair), search.rounds
-    return PairBound(float(sum(per_pair.values())), per_pair, complete,
-                     time.perf_counter() - started, rounds)
+    # an interrupted pass counts only the pairings of the pairs of values it solved
+    charge = price * (most_fake if complete else fake_pairings(signatures, cf_max, parts))
+    return PairBound(max(float(sum(per_pair.values())) - charge, 0.0), per_pair, complete,
+                     time.perf_counter() - started, rounds, charge)
+
+
+def _incumbent_price(problem: WholeReleaseProblem, groups: Sequence[np.ndarray] | None,
+                     numeric: list[np.ndarray], chains: list[Chain],
+                     uniform: Callable[[int], np.ndarray]) -> float:
+    """The mean cost, under the uniform weights, of the pairs of real rows in the groups
+    of ``groups`` that hold old rows (0 without any): step 5's price of a pairing with a
+    counterfeit, about what a real partner costs there."""
+    first: list[np.ndarray] = []
+    second: list[np.ndarray] = []
+    scale: list[np.ndarray] = []
+    for group in groups or ():
+        rows = np.asarray(group, dtype=np.int64)
+        olds = problem.bucket[rows]
+        if len(rows) < 2 or not (olds >= 0).any():
+            continue
+        s = len(problem.signatures[int(olds[olds >= 0][0])])
+        a, b = np.triu_indices(len(rows), 1)
+        first.append(rows[a])
+        second.append(rows[b])
+        scale.append(np.broadcast_to(s * uniform(s), (len(a), len(numeric) + len(chains))))
+    if not first:
+        return 0.0
+    lengths = _pair_lengths(numeric, chains, np.concatenate(first), np.concatenate(second))
+    return float((lengths * np.concatenate(scale)).sum(axis=1).mean())
 
 
 def lower_bound_b(problem: WholeReleaseProblem, extent: Extent | None, a_star: float | Fraction,
                   weight: Fraction | None = None, *, deadline: float = math.inf,
-                  weights_deadline: float | None = None) -> float:
+                  weights_deadline: float | None = None,
+                  groups: Sequence[np.ndarray] | None = None) -> float:
     """The larger of the row bound (:func:`republish.models.whole_release_row_bound.
     row_bound`) and the pair bound on (b), over the releases of (a) ``<= a_star``; the
     pair bound gets what is left until ``deadline``, its weights until
-    ``weights_deadline`` (:func:`pair_bound`)."""
+    ``weights_deadline``, and prices counterfeits from ``groups`` (:func:`pair_bound`)."""
     rows = row_bound(problem, extent, a_star, weight, deadline=deadline).bound
     if time.perf_counter() >= deadline:
         return rows
     return max(rows, pair_bound(problem, extent, a_star, deadline=deadline,
-                                weights_deadline=weights_deadline).bound)
+                                weights_deadline=weights_deadline, groups=groups).bound)

@@ -80,7 +80,8 @@ class Side:
 class PairNetwork:
     """The network of one pair of values: arcs (``tails``, ``heads``, ``capacities``),
     node ``supplies``; ``priced`` the arcs that cost, with their bucket and ``d`` (one
-    column per QI)."""
+    column per QI); ``fake_arcs`` the two arcs every pairing with a counterfeit passes
+    (one per value)."""
 
     nodes: int
     tails: np.ndarray
@@ -90,14 +91,19 @@ class PairNetwork:
     priced: np.ndarray
     bucket: np.ndarray
     d: np.ndarray
+    fake_arcs: np.ndarray
 
-    def solve(self, weights: np.ndarray) -> tuple[float, np.ndarray] | None:
-        """Least cost under ``weights`` (per bucket, per QI) and its supergradient ``Σ``
-        flow·``d`` per bucket and QI; None when no pairing exists."""
+    def solve(self, weights: np.ndarray, fake_price: float = 0.0
+              ) -> tuple[float, np.ndarray, int] | None:
+        """Least cost under ``weights`` (per bucket, per QI), each pairing with a
+        counterfeit charged ``fake_price`` (rounded down); its supergradient ``Σ``
+        flow·``d`` per bucket and QI; and its pairings with counterfeits (the supergradient
+        in ``fake_price``). None when no pairing exists."""
         units = np.zeros(len(self.tails), dtype=np.int64)
         if len(self.priced):
             per_arc = np.einsum("aq,aq->a", self.d, (weights * SCALE)[self.bucket])
             units[self.priced] = per_arc.astype(np.int64)  # rounded down (costs >= 0)
+        units[self.fake_arcs] = int(fake_price * SCALE)
         flow = min_cost_flow.SimpleMinCostFlow()
         flow.add_arcs_with_capacity_and_unit_cost(self.tails, self.heads, self.capacities,
                                                   units)
@@ -110,7 +116,8 @@ class PairNetwork:
             carrying = np.flatnonzero(used)  # about one arc per old row of the lesser side
             np.add.at(gradient, self.bucket[carrying],
                       used[carrying, None] * self.d[carrying])
-        return flow.optimal_cost() / SCALE, gradient
+        fakes = int(np.asarray(flow.flows(self.fake_arcs)).sum())
+        return flow.optimal_cost() / SCALE, gradient, fakes
 
 
 def build_network(sides: list[Side], new_u: Nodes, new_v: Nodes, fakes_u: int, fakes_v: int,
@@ -154,6 +161,7 @@ def build_network(sides: list[Side], new_u: Nodes, new_v: Nodes, fakes_u: int, f
 
     arcs(p + np.arange(r), np.full(r, hub_v), mv)
     arcs(np.full(p, hub_u), np.arange(p), mu)
+    fake_arcs = np.array([p + r, p + r + 1], dtype=np.int32)  # the next two arcs
     arcs([hub_u], [fake_u], fakes_u)
     arcs([fake_v], [hub_v], fakes_v)
     arcs([hub_u], [hub_v], big)
@@ -183,4 +191,5 @@ def build_network(sides: list[Side], new_u: Nodes, new_v: Nodes, fakes_u: int, f
     d = np.concatenate(lengths) if lengths else np.zeros((0, len(distances)), np.float32)
     return PairNetwork(base, np.concatenate(tails).astype(np.int32),
                        np.concatenate(heads).astype(np.int32), np.concatenate(caps),
-                       np.concatenate(supplies), priced.astype(np.int32), bucket[priced], d)
+                       np.concatenate(supplies), priced.astype(np.int32), bucket[priced], d,
+                       fake_arcs)

@@ -158,7 +158,8 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
     if not solution.groups and len(problem.values):
         return None
     if model is not problem:
-        bound_b = _bound_b(problem, cost, solve, deadline, solution.objective_a)
+        bound_b = _bound_b(problem, cost, solve, deadline, solution.objective_a,
+                           solution.groups)
         solution = dataclasses.replace(
             solution, status_a="FEASIBLE", bound_a=0.0, gap_a=None, status_b="FEASIBLE",
             bound_b=bound_b, gap_b=None,
@@ -178,12 +179,15 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
 
 
 def _bound_b(problem: WholeReleaseProblem, cost: ReleaseCost, solve: SolveOptions,
-             deadline: Deadline, objective_a: float) -> float:
+             deadline: Deadline, objective_a: float,
+             groups: Sequence[np.ndarray] | None = None) -> float:
     """The row and pair bounds on (b) of the releases of (a) ``<= objective_a``, given
-    the time left or up to ROW_BOUND_GRACE seconds (at most a tenth of the budget)."""
+    the time left or up to ROW_BOUND_GRACE seconds (at most a tenth of the budget); the
+    release ``groups`` prices counterfeits in the pair bound."""
     grace = min(ROW_BOUND_GRACE, 0.1 * solve.time_limit)
     return lower_bound_b(problem, _extent(cost, problem), objective_a, None,
-                         deadline=time.perf_counter() + max(deadline.left(), grace))
+                         deadline=time.perf_counter() + max(deadline.left(), grace),
+                         groups=groups)
 
 
 def bound_only(problem: WholeReleaseProblem, cost: ReleaseCost, solve: SolveOptions,

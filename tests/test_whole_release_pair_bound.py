@@ -6,11 +6,13 @@ relaxation is (one bucket of two values); and a variant without counterfeits fai
 from __future__ import annotations
 
 import itertools
+from unittest import mock
 
 import numpy as np
 import pytest
 import test_whole_release_model as reference
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_whole_release_model import brute_force
 from test_whole_release_row_bound import (
     SCHEMA,
@@ -30,22 +32,34 @@ SCHEMA_BOX = Schema("id", "sa", (QIAttribute("x", "numeric"), QIAttribute("y", "
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(coarse_problems())
-def test_bound_never_exceeds_the_optimum_box(problem: WholeReleaseProblem) -> None:
+@given(coarse_problems(), st.integers(0, 10**6))
+def test_bound_never_exceeds_the_optimum_box(problem: WholeReleaseProblem, seed: int) -> None:
     optimum = brute_force(problem)
     if optimum is None:
         return
     found = pair_bound(problem, None, optimum[0])
     assert found.bound <= optimum[1] + 1e-9
+    assert found.fake_charge == 0.0  # no release to price counterfeits from
     assert sum(found.per_pair.values()) == pytest.approx(found.bound)
     # the searched weights (step 4) never fall below the uniform ones
     assert pair_bound(problem, None, optimum[0], weighted=False).bound - 1e-9 <= found.bound
+    # step 5: counterfeits priced from any release (here a random one) keep the bound
+    groups, _ = reference.random_release(problem, seed)
+    priced = pair_bound(problem, None, optimum[0], groups=groups, weighted=False)
+    assert priced.bound <= optimum[1] + 1e-9
+    assert max(sum(priced.per_pair.values()) - priced.fake_charge, 0.0) == \
+        pytest.approx(priced.bound)
+    # a pass that leaves pairs of values out (here: the larger networks) charges only the
+    # pairings with counterfeits of the pairs it solved
+    with mock.patch.object(pair_module, "MAX_ARCS", 6):
+        partial = pair_bound(problem, None, optimum[0], groups=groups, weighted=False)
+    assert partial.bound <= optimum[1] + 1e-9
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(hierarchy_problems())
+@given(hierarchy_problems(), st.integers(0, 10**6))
 def test_bound_never_exceeds_the_optimum_hierarchy(
-        case: tuple[WholeReleaseProblem, ReleaseCost]) -> None:
+        case: tuple[WholeReleaseProblem, ReleaseCost], seed: int) -> None:
     problem, cost = case
     optimum = hierarchy_optimum(problem, cost)
     if optimum is None:
@@ -54,6 +68,9 @@ def test_bound_never_exceeds_the_optimum_hierarchy(
     found = pair_bound(problem, extent, optimum[0])
     assert found.bound <= optimum[1] + 1e-9
     assert pair_bound(problem, extent, optimum[0], weighted=False).bound - 1e-9 <= found.bound
+    groups, _ = reference.random_release(problem, seed)  # step 5's price from a release
+    assert pair_bound(problem, extent, optimum[0], groups=groups,
+                      weighted=False).bound <= optimum[1] + 1e-9
 
 
 def test_two_value_bucket_is_exact() -> None:
@@ -110,6 +127,48 @@ def test_a_bound_without_counterfeits_fails(monkeypatch: pytest.MonkeyPatch) -> 
                         lambda p, c, cf: (np.zeros_like(wrong_budget(p, c, cf)[0]), 0))
     wrong = pair_bound(problem, None, optimum[0])
     assert wrong.bound > optimum[1] + 1e-9
+
+
+def test_counterfeit_price_raises_the_bound_and_a_smaller_count_fails(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step 5: each pair of values spends the release's counterfeit on its own, so the
+    uniform bound without a price is 0 here; priced from the optimal release, it rises,
+    still below the optimum. Claiming a tenth of the pairings with counterfeits a release
+    can make passes the optimum: the count is needed. With time for the weights' rounds
+    nothing is priced."""
+    points = np.array([[0.25, 0.25], [0.25, 0.25], [0.5, 0.75], [0.0, 0.75], [0.5, 0.25],
+                       [0.5, 0.5]])
+    problem = WholeReleaseProblem(points, np.array([1, 2, 0, 1, 2, 1]),
+                                  np.array([0, 0, 0, 0, -1, -1]), (frozenset({0, 1, 2}),), 2, 3)
+    optimum = brute_force(problem)
+    assert optimum is not None and optimum[0] == 2 and optimum[1] == pytest.approx(2.0)
+    release = solve_whole_release(problem, time_limit=10.0)
+    assert release.objective_b == pytest.approx(optimum[1])
+    assert pair_bound(problem, None, optimum[0], weighted=False).bound == \
+        pytest.approx(0.0, abs=1e-9)
+    priced = pair_bound(problem, None, optimum[0], groups=release.groups, weighted=False)
+    assert priced.fake_charge > 0 and 0.5 <= priced.bound <= optimum[1] + 1e-9
+    # a short budget for the weights prices too; a long one searches the weights instead
+    short = pair_bound(problem, None, optimum[0], groups=release.groups,
+                       weights_deadline=0.0)
+    assert short.fake_charge == pytest.approx(priced.fake_charge) and short.rounds == 0
+    assert pair_bound(problem, None, optimum[0], groups=release.groups).fake_charge == 0.0
+    counted = pair_module.fake_pairings
+    monkeypatch.setattr(pair_module, "fake_pairings", lambda s, c: counted(s, c) / 10)
+    undercounted = pair_bound(problem, None, optimum[0], groups=release.groups,
+                              weighted=False)
+    assert undercounted.bound > optimum[1] + 1e-6
+
+
+def test_fake_pairings_count_each_counterfeits_partners() -> None:
+    """A counterfeit partners at most one old row of each other value of its bucket, and
+    only in the pairs of values counted."""
+    signatures = [[0, 1, 2], [], [0, 3]]
+    assert pair_module.fake_pairings(signatures, 2) == 4.0  # 2 counterfeits x (3 - 1)
+    assert pair_module.fake_pairings(signatures, 2, {(0, 1)}) == 2.0
+    assert pair_module.fake_pairings(signatures, 2, {(0, 1), (0, 2)}) == 4.0  # value 0
+    assert pair_module.fake_pairings(signatures, 3, {(1, 2), (0, 3)}) == 3.0
+    assert pair_module.fake_pairings(signatures, 2, set()) == 0.0
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
