@@ -93,6 +93,7 @@ from republish.models.whole_release_pair_network import (
     PairNetwork,
     Side,
     build_network,
+    chain_lengths,
     nodes_of,
     qi_distances,
 )
@@ -199,15 +200,8 @@ def fake_pairings(signatures: list[list[int]], counterfeits: int,
 def _pair_lengths(numeric: list[np.ndarray], chains: list[Chain], a: np.ndarray,
                   b: np.ndarray) -> np.ndarray:
     """``d_q`` of the row pairs ``(a[i], b[i])``, one column per QI (numeric, then chains)."""
-    columns = [np.abs(x[a] - x[b]) for x in numeric]
-    for cells, costs in chains:
-        pending = np.ones(len(a), dtype=bool)
-        length = np.zeros(len(a))
-        for level in range(cells.shape[0]):
-            meet = pending & (cells[level, a] == cells[level, b])
-            length[meet] = costs[level, a[meet]]
-            pending &= ~meet
-        columns.append(length)
+    columns = [np.abs(x[a] - x[b]) for x in numeric] + [
+        chain_lengths(chain, a, b) for chain in chains]
     return np.column_stack(columns) if columns else np.zeros((len(a), 0))
 
 
@@ -273,10 +267,10 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
     weights_until = deadline if weights_deadline is None else min(deadline, weights_deadline)
     most_fake = fake_pairings(signatures, cf_max)  # K of step 5
     # step 5 prices the uniform pass where the weights get no round (module docstring)
-    searched = weighted and not ncp
-    priced = bool(most_fake) and (not searched or
+    may_search = weighted and not ncp
+    priced = bool(most_fake) and (not may_search or
                                   weights_until - started < PRICED_BELOW_SECONDS)
-    searched = searched and not priced  # else the networks need not be kept
+    searched = may_search and not priced  # else the networks need not be kept
     price = _incumbent_price(problem, groups, numeric, chains, uniform) if priced else 0.0
     parts: dict[tuple[int, int], tuple[float, np.ndarray, int]] = {}
     kept: dict[tuple[int, int], PairNetwork] = {}

@@ -23,8 +23,8 @@ from ortools.graph.python import min_cost_flow
 
 from republish.models.whole_release_capacity import Chain
 
-__all__ = ["SCALE", "Nodes", "PairNetwork", "Side", "build_network", "nodes_of",
-           "qi_distances"]
+__all__ = ["SCALE", "Nodes", "PairNetwork", "Side", "build_network", "chain_lengths",
+           "nodes_of", "qi_distances"]
 
 #: Integer units per unit of cost in the transportation problems (rounded down).
 SCALE = 10_000
@@ -44,24 +44,30 @@ def nodes_of(key: np.ndarray, rows: np.ndarray) -> Nodes:
     return rows[first], count.astype(np.int64)
 
 
+def chain_lengths(chain: Chain, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The cost of the lowest common cell of rows ``a`` and ``b`` on a hierarchy chain
+    (index arrays of broadcastable shapes; the result has their broadcast shape)."""
+    cells, costs = chain
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    pending = np.ones(shape, dtype=bool)
+    length = np.zeros(shape)
+    for level in range(cells.shape[0]):
+        meet = pending & (cells[level, a] == cells[level, b])
+        length[meet] = np.broadcast_to(costs[level, a], shape)[meet]
+        pending &= ~meet
+    return length
+
+
 def qi_distances(numeric: list[np.ndarray], chains: list[Chain]) -> list[Distance]:
     """Per QI, ``(rows_a, rows_b) -> (len(rows_a), len(rows_b))`` pair extents ``d_q``: the
     distance on a numeric QI, the cost of the lowest common cell on a chain."""
     def line(x: np.ndarray) -> Distance:
         return lambda a, b: np.abs(x[a][:, None] - x[b][None, :])
 
-    def chain(cells: np.ndarray, costs: np.ndarray) -> Distance:
-        def distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            pending = np.ones((len(a), len(b)), dtype=bool)
-            pair = np.zeros((len(a), len(b)))
-            for level in range(cells.shape[0]):
-                meet = pending & (cells[level, a][:, None] == cells[level, b][None, :])
-                pair[meet] = np.broadcast_to(costs[level, a][:, None], pair.shape)[meet]
-                pending &= ~meet
-            return pair
-        return distance
+    def chain(link: Chain) -> Distance:
+        return lambda a, b: chain_lengths(link, a[:, None], b[None, :])
 
-    return [line(x) for x in numeric] + [chain(cells, costs) for cells, costs in chains]
+    return [line(x) for x in numeric] + [chain(link) for link in chains]
 
 
 @dataclass(frozen=True)

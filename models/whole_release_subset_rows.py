@@ -179,12 +179,13 @@ class _CutLP:
         self.variable_of[start] = np.arange(len(start))
 
     def add_columns(self, local: np.ndarray, hits: list[np.ndarray]) -> None:
-        fresh = np.unique(local[~self.present[local]]).tolist()
-        if not fresh:
+        """Add the pool columns ``local`` not present yet; ``hits``: each cut's pool
+        columns (sorted)."""
+        fresh = np.unique(local[~self.present[local]])
+        if not len(fresh):
             return
         self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: false")
-        hit_sets = [set(h.tolist()) for h in hits]
-        for c in fresh:
+        for c in fresh.tolist():
             g = int(self.pool[c])
             var = self.solver.NumVar(0.0, math.inf, "")
             self.solver.Objective().SetCoefficient(var, float(self.master.cost[g]))
@@ -192,13 +193,13 @@ class _CutLP:
                 self.covers[row].SetCoefficient(var, 1.0)
             if self.master.a_coef[g]:
                 self.spent.SetCoefficient(var, float(self.master.a_coef[g]))
-            for cut, hit in zip(self.cuts, hit_sets, strict=True):
-                if c in hit:
-                    cut.SetCoefficient(var, 1.0)
             self.variable_of[c] = len(self.variables)
             self.variables.append(var)
             self.local.append(c)
             self.present[c] = True
+        for cut, hit in zip(self.cuts, hits, strict=True):
+            for c in fresh[np.isin(fresh, hit, assume_unique=True)].tolist():
+                cut.SetCoefficient(self.variables[self.variable_of[c]], 1.0)
 
     def add_cut(self, hit: np.ndarray) -> None:
         self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: true")
