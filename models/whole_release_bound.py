@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -125,7 +125,9 @@ def partition_model(master: Master, keep: np.ndarray, integral: bool = True
 class Relaxation:
     """Duals ``y`` (rows), ``y_a`` ((a) row), prices ``pi = y + y_a·row_a``, reduced costs
     ``rc``, the LP solution ``x``; ``bound`` over the present columns, ``bound_radius`` over
-    all columns (valid for the box extent)."""
+    all columns (valid for the box extent); ``sigma``: the duals (``<= 0``) of the cuts of
+    an :class:`~republish.models.whole_release_master.IncrementalMaster`, already in ``rc``
+    and ``bound``."""
 
     y: np.ndarray
     y_a: float
@@ -134,6 +136,7 @@ class Relaxation:
     x: np.ndarray
     bound: float
     bound_radius: float
+    sigma: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def reduced_costs(members: np.ndarray, cost: np.ndarray, a_coef: np.ndarray, y: np.ndarray,

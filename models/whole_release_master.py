@@ -29,7 +29,9 @@ __all__ = ["IncrementalMaster"]
 
 class IncrementalMaster:
     """``min cost·x`` over the columns added so far, ``Σ_{c∋i} x_c = 1`` (``<= 1`` where
-    not ``exact``), ``a_coef·x <= rhs``, ``x >= 0`` (``x <= 1`` is implied)."""
+    not ``exact``), ``a_coef·x <= rhs``, ``x >= 0`` (``x <= 1`` is implied), and the cuts
+    added so far, each ``Σ_{c ∈ H} x_c <= 1`` over a set ``H`` of columns (the subset-row
+    cuts of :mod:`republish.models.whole_release_subset_rows`)."""
 
     def __init__(self, master: Master, active: np.ndarray | None = None) -> None:
         """The LP over the columns ``active`` of ``master`` (default: all of them)."""
@@ -54,28 +56,52 @@ class IncrementalMaster:
         self.objective = solver.Objective()
         self.x: list[pywraplp.Variable] = list(solver.variables())
         self.ids: list[int] = active.tolist()  # the column of master behind each variable
-        self.loaded = np.zeros(len(master.cost), dtype=bool)
-        self.loaded[active] = True
+        self.variable_of = np.full(len(master.cost), -1, dtype=np.int64)
+        self.variable_of[active] = np.arange(len(active))
+        self.cuts: list[pywraplp.Constraint] = []
+        self.hits: list[np.ndarray] = []  # each cut's columns of master, sorted
+
+    @property
+    def loaded(self) -> np.ndarray:
+        """Whether each column of the master (as long as last seen) is in the LP."""
+        return self.variable_of >= 0
 
     def add(self, master: Master, columns: np.ndarray) -> None:
-        """Add the columns ``columns`` of ``master`` that are not present yet."""
-        if len(self.loaded) < len(master.cost):
-            self.loaded = np.append(self.loaded, np.zeros(len(master.cost) - len(self.loaded),
-                                                          dtype=bool))
+        """Add the columns ``columns`` of ``master`` that are not present yet (to the cuts
+        whose sets hold them too)."""
+        if len(self.variable_of) < len(master.cost):
+            self.variable_of = np.append(self.variable_of, np.full(
+                len(master.cost) - len(self.variable_of), -1, dtype=np.int64))
         columns = np.asarray(columns, dtype=np.int64)
-        fresh = np.unique(columns[~self.loaded[columns]]).tolist()
-        if fresh:
+        fresh = np.unique(columns[self.variable_of[columns] < 0])
+        if len(fresh):
             self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: false")
-        for c in fresh:
+        for c in fresh.tolist():
             var = self.solver.NumVar(0.0, math.inf, "")  # x <= 1: implied (partition_model)
             self.objective.SetCoefficient(var, float(master.cost[c]))
             for row in master.members[c][master.members[c] >= 0].tolist():
                 self.covers[row].SetCoefficient(var, 1.0)
             if master.a_coef[c]:
                 self.spent.SetCoefficient(var, float(master.a_coef[c]))
+            self.variable_of[c] = len(self.x)
             self.x.append(var)
             self.ids.append(c)
-            self.loaded[c] = True
+        for cut, hit in zip(self.cuts, self.hits, strict=True):
+            for c in fresh[np.isin(fresh, hit, assume_unique=True)].tolist():
+                cut.SetCoefficient(self.x[self.variable_of[c]], 1.0)
+
+    def add_cut(self, hit: np.ndarray) -> None:
+        """Add the cut ``Σ_{c ∈ hit} x_c <= 1`` over the columns ``hit`` of the master
+        (present or added later)."""
+        hit = np.unique(np.asarray(hit, dtype=np.int64))
+        # the basis stays dual feasible under a new row: dual simplex continues from it
+        self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: true")
+        cut = self.solver.Constraint(-math.inf, 1.0)
+        present = hit[hit < len(self.variable_of)]
+        for v in self.variable_of[present][self.variable_of[present] >= 0].tolist():
+            cut.SetCoefficient(self.x[v], 1.0)
+        self.cuts.append(cut)
+        self.hits.append(hit)
 
     def relax(self, master: Master, time_limit: float, add: np.ndarray | None = None
               ) -> Relaxation | None:
@@ -83,7 +109,8 @@ class IncrementalMaster:
         re-solve from the last basis, and return the relaxation of
         :func:`~republish.models.whole_release_bound.relax`. Its reduced costs, ``x`` and
         bound are over every column of ``master``, present or not: the bound ``yᵀb +
-        Σ_c min(rc_c, 0)`` is a Lagrangian bound for any duals, so a master holding only
+        Σ_S σ_S + Σ_c min(rc_c, 0)`` is a Lagrangian bound for any duals (``σ <= 0`` the
+        cuts', charged in ``rc`` to the columns of their sets), so a master holding only
         some columns of an enumerated set still bounds the whole set."""
         self.add(master, np.arange(len(master.cost)) if add is None else add)
         self.solver.SetTimeLimit(max(int(time_limit * 1000), 10))
@@ -92,11 +119,16 @@ class IncrementalMaster:
         y = np.array([c.dual_value() for c in self.covers], dtype=np.float64)
         y = np.where(master.exact, y, np.minimum(y, 0.0))
         y_a = min(float(self.spent.dual_value()), 0.0)
+        sigma = np.minimum(np.array([c.dual_value() for c in self.cuts], dtype=np.float64),
+                           0.0)
         rc = reduced_costs(master.members, master.cost, master.a_coef, y, y_a)
-        bound = float(y.sum() + y_a * master.rhs + np.minimum(rc, 0.0).sum())
+        for s, hit in zip(sigma.tolist(), self.hits, strict=True):
+            rc[hit] -= s
+        bound = float(y.sum() + y_a * master.rhs + sigma.sum() + np.minimum(rc, 0.0).sum())
         pi = y + y_a * master.row_a
+        # a missing column pays at least its cover rows' part: its cut duals only add
         missing = float(np.minimum(0.0, master.radius - pi).sum())
         x = np.zeros(len(master.cost), dtype=np.float64)
         x[self.ids] = [v.solution_value() for v in self.x]
         return Relaxation(y, y_a, pi, rc, x, bound, bound + missing if math.isfinite(
-            missing) else -math.inf)
+            missing) else -math.inf, sigma)

@@ -31,15 +31,16 @@ with 69 cuts (incumbent 65.08), and the second pool held 76,000 columns.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
-from ortools.linear_solver import pywraplp  # type: ignore[attr-defined]
 
-from republish.models.whole_release_bound import Master, partition_model
+from republish.models.whole_release_bound import Master
+from republish.models.whole_release_master import IncrementalMaster
 
 __all__ = ["SubsetRowBound", "separate_subset_rows", "tighten_pool"]
 
@@ -155,73 +156,6 @@ def separate_subset_rows(members: np.ndarray, x: np.ndarray, rows: int,
     return found[:limit]
 
 
-class _CutLP:
-    """The LP over some pool columns and the cuts so far (GLOP), grown by columns and cuts."""
-
-    def __init__(self, master: Master, pool: np.ndarray, start: np.ndarray) -> None:
-        model, _, _, _ = partition_model(master, pool[start], integral=False)
-        solver = pywraplp.Solver.CreateSolver("GLOP")
-        if solver is None:  # pragma: no cover - GLOP ships with OR-Tools
-            raise RuntimeError("OR-Tools GLOP is not available")
-        error = solver.LoadModelFromProto(model.export_to_proto())
-        if error:  # pragma: no cover - the proto is built above
-            raise RuntimeError(f"GLOP refused the pool's LP: {error}")
-        self.solver, self.master, self.pool = solver, master, pool
-        constraints = solver.constraints()
-        rows = len(master.exact)
-        self.covers, self.spent = constraints[:rows], constraints[rows]
-        self.cuts: list[pywraplp.Constraint] = []
-        self.variables: list[pywraplp.Variable] = list(solver.variables())
-        self.local: list[int] = start.tolist()  # pool-local id behind each variable
-        self.present = np.zeros(len(pool), dtype=bool)
-        self.present[start] = True
-        self.variable_of = np.full(len(pool), -1, dtype=np.int64)
-        self.variable_of[start] = np.arange(len(start))
-
-    def add_columns(self, local: np.ndarray, hits: list[np.ndarray]) -> None:
-        """Add the pool columns ``local`` not present yet; ``hits``: each cut's pool
-        columns (sorted)."""
-        fresh = np.unique(local[~self.present[local]])
-        if not len(fresh):
-            return
-        self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: false")
-        for c in fresh.tolist():
-            g = int(self.pool[c])
-            var = self.solver.NumVar(0.0, math.inf, "")
-            self.solver.Objective().SetCoefficient(var, float(self.master.cost[g]))
-            for row in self.master.members[g][self.master.members[g] >= 0].tolist():
-                self.covers[row].SetCoefficient(var, 1.0)
-            if self.master.a_coef[g]:
-                self.spent.SetCoefficient(var, float(self.master.a_coef[g]))
-            self.variable_of[c] = len(self.variables)
-            self.variables.append(var)
-            self.local.append(c)
-            self.present[c] = True
-        for cut, hit in zip(self.cuts, hits, strict=True):
-            for c in fresh[np.isin(fresh, hit, assume_unique=True)].tolist():
-                cut.SetCoefficient(self.variables[self.variable_of[c]], 1.0)
-
-    def add_cut(self, hit: np.ndarray) -> None:
-        self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: true")
-        cut = self.solver.Constraint(-math.inf, 1.0)
-        for v in self.variable_of[hit[self.present[hit]]].tolist():
-            cut.SetCoefficient(self.variables[v], 1.0)
-        self.cuts.append(cut)
-
-    def solve(self, time_limit: float) -> tuple[np.ndarray, float, np.ndarray, np.ndarray] | None:
-        """Row duals, (a) dual and cut duals (sign-corrected), and ``x`` per pool column."""
-        self.solver.SetTimeLimit(max(int(time_limit * 1000), 10))
-        if self.solver.Solve() != pywraplp.Solver.OPTIMAL:
-            return None
-        y = np.array([c.dual_value() for c in self.covers], dtype=np.float64)
-        y = np.where(self.master.exact, y, np.minimum(y, 0.0))
-        y_a = min(float(self.spent.dual_value()), 0.0)
-        sigma = np.minimum(np.array([c.dual_value() for c in self.cuts], dtype=np.float64), 0.0)
-        x = np.zeros(len(self.pool), dtype=np.float64)
-        x[self.local] = [v.solution_value() for v in self.variables]
-        return y, y_a, sigma, x
-
-
 def tighten_pool(master: Master, pool: np.ndarray, incumbent: np.ndarray, upper: float,
                  start_rc: np.ndarray, *, deadline: float) -> SubsetRowBound | None:
     """The LP over the columns ``pool`` of ``master`` (global ids) with subset-row cuts
@@ -244,45 +178,41 @@ def tighten_pool(master: Master, pool: np.ndarray, incumbent: np.ndarray, upper:
     rank = np.arange(len(order)) - np.searchsorted(row[order], row[order])
     start = np.unique(np.concatenate([column[order][rank < START_PER_ROW],
                                       np.flatnonzero(np.isin(pool, incumbent))]))
-    lp = _CutLP(master, pool, start)
+    # the pool as a master of its own: local column ids 0..len(pool)-1
+    local = dataclasses.replace(master, members=members, cost=cost, a_coef=a_coef)
+    lp = IncrementalMaster(local, start)
     cuts: list[tuple[int, int, int]] = []
-    hits: list[np.ndarray] = []
     best_bound, rounds, converged = -math.inf, 0, False
     best_rc: np.ndarray | None = None
+    entering = np.zeros(0, dtype=np.int64)
     while time.perf_counter() < deadline:
-        solved = lp.solve(deadline - time.perf_counter())
-        if solved is None:
+        relaxed = lp.relax(local, deadline - time.perf_counter(), add=entering)
+        if relaxed is None:
             break
         rounds += 1
-        y, y_a, sigma, x = solved
-        penalty = np.zeros(len(pool))
-        for s, hit in zip(sigma.tolist(), hits, strict=True):
-            penalty[hit] += s
-        rc = cost - np.where(valid, y[np.maximum(members, 0)], 0.0).sum(axis=1) \
-            - y_a * a_coef - penalty
-        least = np.full(rows + 1, 0.0)
-        np.minimum.at(least, anchor, rc)
-        bound = float(y.sum() + y_a * master.rhs + sigma.sum() + least[:rows].sum())
+        least = np.full(rows + 1, 0.0)  # disjoint columns have distinct anchors
+        np.minimum.at(least, anchor, relaxed.rc)
+        bound = float(relaxed.y.sum() + relaxed.y_a * master.rhs + relaxed.sigma.sum()
+                      + least[:rows].sum())
         if bound > best_bound:
-            best_bound, best_rc = bound, rc
-        negative = np.flatnonzero((rc < -1e-9) & ~lp.present)
+            best_bound, best_rc = bound, relaxed.rc
+        loaded = lp.loaded
+        negative = np.flatnonzero((relaxed.rc < -1e-9) & ~loaded)
         if len(negative):  # price the pool: the LP is not its optimum yet
-            entering = negative[np.argsort(rc[negative], kind="stable")[:ENTERING]]
-            lp.add_columns(entering, hits)
+            entering = negative[np.argsort(relaxed.rc[negative], kind="stable")[:ENTERING]]
             continue
+        entering = np.zeros(0, dtype=np.int64)
         converged = True
         if len(cuts) >= MAX_CUTS:
             break
-        violated = separate_subset_rows(members[lp.present], x[lp.present], rows,
+        violated = separate_subset_rows(members[loaded], relaxed.x[loaded], rows,
                                         deadline=deadline)
         fresh = [s for s, _ in violated if s not in set(cuts)]
         if not fresh:
             break
         for triple in fresh[:MAX_CUTS - len(cuts)]:
-            hit = index.hit(triple)
             cuts.append(triple)
-            hits.append(hit)
-            lp.add_cut(hit)
+            lp.add_cut(index.hit(triple))
         converged = False
     if best_rc is None:
         return None
