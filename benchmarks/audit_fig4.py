@@ -13,14 +13,20 @@ from the paper's 200k + 400k rows (``--initial``/``--pool``, same r/initial rati
 
     /tmp/venv/bin/python benchmarks/audit_fig4.py [--datasets census adult]
         [--census-initial 20000] [--adult-initial 10000] [--ls 2 4 6 8 10] [--m 2]
+        [--csv PATH] [--figure PATH] [--plot-only]
 
-Writes ``benchmarks/audit_fig4_results.csv`` (rows of data sets not rerun are kept) and
-``benchmarks/figures/audit_fig4.png``.
+Writes ``benchmarks/audit_fig4_results.csv`` and ``benchmarks/figures/audit_fig4.png``, or,
+when either exists (RESULTS.md cites them), the first free ``audit_fig4_results_2.csv`` and
+``audit_fig4_2.png``, ... beside them; ``--csv``/``--figure`` write exactly there. Rows of
+data sets not rerun are kept from ``--csv`` (default: the committed
+``audit_fig4_results.csv``). ``--plot-only`` redraws the figure from ``--csv``; redrawn
+from the committed CSV it replaces ``audit_fig4.png`` on purpose.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -28,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from output_paths import free_paths, redraw_path  # benchmarks/ is the script's folder
 
 from republish.audit.intersection import intersection_attack
 from republish.audit.knowledge import Knowledge, make_knowledge
@@ -127,7 +134,7 @@ def run_dataset(
     return rows
 
 
-def plot(results: pd.DataFrame) -> None:
+def plot(results: pd.DataFrame, path: Path = FIGURE) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -153,8 +160,8 @@ def plot(results: pd.DataFrame) -> None:
         axis.grid(alpha=0.3)
     figure.suptitle("Independent l-diverse releases vs m-invariant re-publication")
     figure.tight_layout()
-    FIGURE.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(FIGURE, dpi=120)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
 
 
 def main() -> None:
@@ -167,12 +174,26 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--skip-m-invariance", action="store_true")
     parser.add_argument("--plot-only", action="store_true")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="results CSV, written exactly there and read for the kept rows "
+                        "(default: rows kept from audit_fig4_results.csv, written to it or, "
+                        "when it exists, to the first free audit_fig4_results_<n>.csv)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="figure, written exactly there (default: figures/audit_fig4.png "
+                        "or the first free audit_fig4_<n>.png)")
     args = parser.parse_args()
+    source = args.csv or RESULTS
     if args.plot_only:
-        plot(pd.read_csv(RESULTS))
+        # Redrawing the committed CSV regenerates its cited figure on purpose.
+        figure = redraw_path(args.figure, FIGURE, data=source, committed=RESULTS)
+        plot(pd.read_csv(source), figure)
+        print(f"figure written to {figure}", file=sys.stderr)
         return
+    free_csv, free_figure = free_paths(RESULTS, FIGURE)
+    out, figure = args.csv or free_csv, args.figure or free_figure
+    print(f"writing {out} and {figure}", file=sys.stderr)
     # Rows of data sets not rerun now are kept from the previous results.
-    kept = pd.read_csv(RESULTS) if RESULTS.is_file() else pd.DataFrame()
+    kept = pd.read_csv(source) if source.is_file() else pd.DataFrame()
     if len(kept):
         kept = kept[~kept["dataset"].isin(args.datasets)]
     rows: list[dict[str, object]] = kept.to_dict("records")
@@ -188,10 +209,10 @@ def main() -> None:
             table = table.sample(n=size, random_state=args.seed).reset_index(drop=True)
         rows += run_dataset(name, table, schema, initial, args.ls, args.m, args.seed,
                             args.skip_m_invariance)
-        pd.DataFrame(rows).to_csv(RESULTS, index=False)
+        pd.DataFrame(rows).to_csv(out, index=False)
     results = pd.DataFrame(rows)
-    results.to_csv(RESULTS, index=False)
-    plot(results)
+    results.to_csv(out, index=False)
+    plot(results, figure)
 
 
 if __name__ == "__main__":

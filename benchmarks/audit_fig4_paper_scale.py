@@ -17,8 +17,11 @@ The m-invariant series alone at r = 5k (its Mondrian rows kept; 2026-11-25 run):
 
     nice -n 15 .venv/bin/python benchmarks/audit_fig4_paper_scale.py --r 5000 --m-invariance-only
 
-Writes ``benchmarks/audit_fig4_paper_scale.csv`` (rows of other r kept) and
-``benchmarks/figures/audit_fig4_paper_scale.png``.
+Writes ``benchmarks/audit_fig4_paper_scale.csv`` and
+``benchmarks/figures/audit_fig4_paper_scale.png``, or, when either exists (RESULTS.md cites
+them), the first free ``..._2.csv`` and ``..._2.png``, ... beside them; ``--csv``/``--figure``
+write exactly there. Rows of other r are kept from ``--csv`` (default: the committed
+``audit_fig4_paper_scale.csv``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_fig4 import audited, knowledge_of, l_diverse_series, max_l  # noqa: E402
 from m_invariance_common import MACHINE, markdown, save_figure  # noqa: E402
+from output_paths import free_paths  # noqa: E402
 
 from republish.datasets import dynamic_series, synthetic_census  # noqa: E402
 from republish.schema import Schema  # noqa: E402
@@ -90,13 +94,23 @@ def main() -> None:
     parser.add_argument("--skip-m-invariance", action="store_true")
     parser.add_argument("--m-invariance-only", action="store_true",
                         help="attack only the m-invariant series; keep the l-diversity rows of r")
-    parser.add_argument("--csv", type=Path, default=HERE / "audit_fig4_paper_scale.csv")
-    parser.add_argument("--figure", type=Path,
-                        default=HERE / "figures" / "audit_fig4_paper_scale.png")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="results CSV, written exactly there and read for the kept rows "
+                        "(default: rows kept from audit_fig4_paper_scale.csv, written to it "
+                        "or, when it exists, to the first free audit_fig4_paper_scale_<n>.csv)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/audit_fig4_paper_scale.png "
+                        "or the first free ..._<n>.png)")
     args = parser.parse_args()
     start = time.perf_counter()
+    default_csv = HERE / "audit_fig4_paper_scale.csv"
+    free_csv, free_figure = free_paths(default_csv,
+                                       HERE / "figures" / "audit_fig4_paper_scale.png")
+    source = args.csv or default_csv
+    out, figure = args.csv or free_csv, args.figure or free_figure
+    print(f"writing {out} and {figure}", file=sys.stderr)
     table, schema = synthetic_census(args.rows, args.seed)
-    kept = pd.read_csv(args.csv) if args.csv.is_file() else pd.DataFrame()
+    kept = pd.read_csv(source) if source.is_file() else pd.DataFrame()
     if len(kept):
         drop = kept["r"].isin(args.r)
         if args.m_invariance_only:
@@ -116,15 +130,15 @@ def main() -> None:
             rows.append(audited(base, f"l-diversity (Mondrian), l={l}", l,
                                 partial(l_diverse_series, series, schema, l), knowledge))
             print(rows[-1], flush=True)
-            pd.DataFrame(rows).to_csv(args.csv, index=False)
+            pd.DataFrame(rows).to_csv(out, index=False)
         if not args.skip_m_invariance:
             rows.append(audited(base, f"m-invariance, m={args.m}", args.m,
                                 partial(m_invariant_series, series, schema, args.m, args.seed),
                                 knowledge))
             print(rows[-1], flush=True)
-            pd.DataFrame(rows).to_csv(args.csv, index=False)
+            pd.DataFrame(rows).to_csv(out, index=False)
     results = pd.DataFrame(rows)
-    plot(results, args.figure)
+    plot(results, figure)
     print()
     print(f"Date {date.today()}, {MACHINE}, total {time.perf_counter() - start:.0f} s; "
           f"{PAPER_NOTE}")

@@ -12,8 +12,10 @@ shared data set is absent.
     /tmp/venv/bin/python benchmarks/batch_throughput.py [--workers 1 2] [--repeat 3] [--append]
 
 Writes the results tables under ``--out`` (default a temporary directory), the figures
-``benchmarks/figures/batch_heuristic_vs_optimum.png`` and ``batch_time_vs_size.png``,
-prints a Markdown section, and with ``--append`` adds it to ``benchmarks/RESULTS.md``.
+``benchmarks/figures/batch_heuristic_vs_optimum.png`` and ``batch_time_vs_size.png`` (or,
+when either exists -- RESULTS.md cites them -- the first free ``..._2.png``, ... beside
+them), prints a Markdown section naming them, and with ``--append`` adds it to
+``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from datetime import date
 from pathlib import Path
 
 import pandas as pd
+from output_paths import free_paths  # benchmarks/ is the script's folder
 
 from republish.batch.execute import run_batch
 from republish.batch.manifest import Manifest, load_manifest
@@ -138,8 +141,10 @@ def main() -> None:
 
     comparison = optimum_comparison(last)
     FIGURES.mkdir(parents=True, exist_ok=True)
-    plot_optimum_comparison(comparison, FIGURES / "batch_heuristic_vs_optimum.png")
-    plot_time_vs_size(last, FIGURES / "batch_time_vs_size.png")
+    optimum_figure, time_figure = free_paths(FIGURES / "batch_heuristic_vs_optimum.png",
+                                             FIGURES / "batch_time_vs_size.png")
+    plot_optimum_comparison(comparison, optimum_figure)
+    plot_time_vs_size(last, time_figure)
 
     command = "/tmp/venv/bin/python benchmarks/batch_throughput.py " + " ".join(sys.argv[1:])
     section = "\n".join([
@@ -184,8 +189,8 @@ def main() -> None:
         "",
         markdown(comparison_summary(comparison)),
         "",
-        "Figures: `benchmarks/figures/batch_heuristic_vs_optimum.png`, "
-        "`benchmarks/figures/batch_time_vs_size.png`.",
+        f"Figures: `benchmarks/figures/{optimum_figure.name}`, "
+        f"`benchmarks/figures/{time_figure.name}`.",
         "",
     ])
     print(section)

@@ -34,8 +34,11 @@ Classifiers: scikit-learn ``DecisionTreeClassifier(min_samples_leaf=20)`` and
 
     nice -n 10 .venv/bin/python benchmarks/classifier_utility.py [--seeds 3]
 
-Writes ``benchmarks/classifier_utility.csv``, ``benchmarks/figures/classifier_utility.png``
-and prints Markdown tables for RESULTS.md.
+Writes ``benchmarks/classifier_utility.csv`` and ``benchmarks/figures/classifier_utility.png``
+(or, when either exists -- RESULTS.md cites them -- the first free ``..._2.csv`` and
+``..._2.png``, ... beside them; ``--csv``/``--figure`` write exactly there) and prints
+Markdown tables for RESULTS.md. ``--only-m-invariance`` keeps part 1 from ``--csv``
+(default: the committed ``classifier_utility.csv``).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from batch_throughput import markdown  # noqa: E402  (benchmarks/ is the script's folder)
+from output_paths import free_paths  # noqa: E402
 
 from republish.datasets import load_adult  # noqa: E402
 from republish.generalization import Domain, parse_boxes  # noqa: E402
@@ -251,18 +255,29 @@ def main() -> None:
     parser.add_argument("--m-invariance", type=int, nargs="+", default=[2, 3, 4, 5, 6, 7])
     parser.add_argument("--only-m-invariance", action="store_true",
                         help="rerun part 2 only, keeping part 1 of the existing CSV")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there, and read by --only-m-invariance (default: "
+                        "classifier_utility.csv, or the first free classifier_utility_<n>.csv "
+                        "when it exists)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/classifier_utility.png, "
+                        "or the first free classifier_utility_<n>.png)")
     args = parser.parse_args()
     start = time.perf_counter()
+    default_csv = HERE / "classifier_utility.csv"
+    free_csv, free_figure = free_paths(default_csv, HERE / "figures" / "classifier_utility.png")
+    out, figure_path = args.csv or free_csv, args.figure or free_figure
+    print(f"writing {out} and {figure_path}", file=sys.stderr)
     if args.only_m_invariance:
-        old = pd.read_csv(HERE / "classifier_utility.csv")
+        old = pd.read_csv(args.csv or default_csv)
         frame = pd.concat([old[old["part"] == "eligibility"],
                            pd.DataFrame(invariance_part(args.seeds, args.m_invariance))],
                           ignore_index=True)
     else:
         frame = pd.DataFrame(eligibility_part(args.seeds)
                              + invariance_part(args.seeds, args.m_invariance))
-    frame.to_csv(HERE / "classifier_utility.csv", index=False)
-    figure(frame, HERE / "figures" / "classifier_utility.png")
+    frame.to_csv(out, index=False)
+    figure(frame, figure_path)
     table = frame.groupby(["part", "target", "protocol", "classifier", "method", "m"],
                           sort=False).agg(accuracy=("accuracy", "mean"),
                                           rows=("rows", "mean"),

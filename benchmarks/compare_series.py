@@ -21,8 +21,11 @@ Usage::
         [--eligibility hybrid] [--time-limit 10]
     python benchmarks/compare_series.py --dataset census --m 10 --releases 11
 
-Writes ``benchmarks/compare_<dataset>_<eligibility>.csv`` and a figure in
-``benchmarks/figures/``; prints Markdown tables for ``benchmarks/RESULTS.md``.
+Writes ``benchmarks/compare_<dataset>_<eligibility>.csv`` and the figure
+``benchmarks/figures/compare_<dataset>_<eligibility>_m<last m>.png`` (or, when either exists
+-- RESULTS.md cites them -- the first free ``..._2.csv`` and ``..._2.png``, ... beside them;
+``--csv``/``--figure`` write exactly there); prints Markdown tables for
+``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 from datetime import date
 from pathlib import Path
 
 import pandas as pd
 from batch_throughput import markdown  # benchmarks/ is the script's folder
+from output_paths import free_paths
 
 from republish.datasets import load_adult, synthetic_census
 from republish.solver.compare import compare_pipelines, plot_comparison
@@ -91,8 +96,19 @@ def main() -> None:
     parser.add_argument("--r", type=int, default=None)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there (default: compare_<dataset>_<eligibility>"
+                        ".csv, or the first free ..._<n>.csv when it exists)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/compare_<dataset>_"
+                        "<eligibility>_m<last m>.png, or the first free ..._<n>.png)")
     args = parser.parse_args()
     ms = args.m or ([2, 3, 4, 5, 6, 7] if args.dataset == "adult" else [10])
+    stem = f"compare_{args.dataset}_{args.eligibility}"
+    free_csv, free_figure = free_paths(HERE / f"{stem}.csv",
+                                       HERE / "figures" / f"{stem}_m{ms[-1]}.png")
+    out, figure = args.csv or free_csv, args.figure or free_figure
+    print(f"writing {out} and {figure}", file=sys.stderr)
     table, schema, initial, r, releases = _series(args.dataset, args.releases, args.initial,
                                                   args.r)
     began = time.perf_counter()
@@ -107,11 +123,9 @@ def main() -> None:
         print(f"m={m}: {time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f}",
               flush=True)
     results = pd.concat(frames, ignore_index=True)
-    stem = f"compare_{args.dataset}_{args.eligibility}"
-    results.to_csv(HERE / f"{stem}.csv", index=False)
-    figures = HERE / "figures"
-    figures.mkdir(exist_ok=True)
-    plot_comparison(results[results["m"] == ms[-1]], figures / f"{stem}_m{ms[-1]}.png")
+    results.to_csv(out, index=False)
+    figure.parent.mkdir(parents=True, exist_ok=True)
+    plot_comparison(results[results["m"] == ms[-1]], figure)
     print(f"\n{platform.machine()}, {os.cpu_count()} cores, {date.today()}, "
           f"{time.perf_counter() - began:.0f} s, time limit {args.time_limit} s per step, "
           f"{args.dataset} initial={initial} r={r} releases={releases}, "

@@ -18,7 +18,11 @@ Usage::
         [--figure benchmarks/figures/eligibility_adult.png] [--csv results.csv]
         [--repeats 3] [--from-csv results.csv]
 
-Prints a Markdown summary on stdout (pasted into ``benchmarks/RESULTS.md``).
+Prints a Markdown summary on stdout (pasted into ``benchmarks/RESULTS.md``). The figure goes
+to ``--figure`` exactly, by default to ``benchmarks/figures/eligibility_adult.png`` or, when
+that exists (RESULTS.md cites it), the first free ``eligibility_adult_2.png``, ... beside it
+(also with ``--from-csv``: no CSV of the cited figure is committed). ``--csv`` is written
+exactly where given.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from output_paths import results_path  # noqa: E402  (benchmarks/ is the script's folder)
 
 from republish.heuristics.eligibility import (  # noqa: E402
     greedy_hybrid,
@@ -189,16 +194,19 @@ def summary(results: pd.DataFrame) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=default_data())
-    parser.add_argument("--figure", type=Path,
-                        default=ROOT / "benchmarks" / "figures" / "eligibility_adult.png")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: benchmarks/figures/"
+                        "eligibility_adult.png, or the first free eligibility_adult_<n>.png)")
     parser.add_argument("--csv", type=Path, default=None, help="also write every measurement")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--from-csv", type=Path, default=None,
                         help="redraw the figure and summary from a --csv file, no solving")
     args = parser.parse_args()
+    figure = results_path(args.figure, ROOT / "benchmarks" / "figures" / "eligibility_adult.png")
+    print(f"figure: {figure}", file=sys.stderr)
     if args.from_csv is not None:
         results = pd.read_csv(args.from_csv)
-        plot(results, args.figure, int(results["rows"].iloc[0]))
+        plot(results, figure, int(results["rows"].iloc[0]))
         print(summary(results))
         return
     if not args.data.is_file():
@@ -217,7 +225,7 @@ def main() -> None:
     results = pd.DataFrame.from_records(records)
     if args.csv is not None:
         results.to_csv(args.csv, index=False)
-    plot(results, args.figure, len(adult))
+    plot(results, figure, len(adult))
     print(summary(results))
 
 

@@ -32,7 +32,12 @@ verification included (the machine is shared: CPU time is the fair measure).
     /tmp/venv/bin/python benchmarks/eps_inclusion_vs_m_invariance.py --attack
 
 write ``benchmarks/eps_inclusion_results_<dataset>.csv`` (and ``_long``) and the PNGs
-``benchmarks/figures/eps_inclusion_{error,time,error_vs_release}.png``.
+``benchmarks/figures/eps_inclusion_{error,time,error_vs_release}.png``, drawn from the
+census, adult and long CSVs. RESULTS.md cites these files, so without ``--csv`` a run whose
+CSV exists writes the first free ``eps_inclusion_results_<dataset>_2.csv``, ... instead,
+draws it in place of the committed one and writes the PNGs to the first free
+``eps_inclusion_*_<n>.png``; ``--csv`` writes exactly there (and the PNGs are redrawn from
+the committed CSVs, as ``--plot-only`` does, replacing them on purpose).
 
 ``--attack`` instead audits ε-inclusive series (census scaled to ``--attack-initial`` =
 20k rows, ``r`` = 2.5%, 5 releases; the Adult series above; with the paper's Algorithm 1
@@ -41,18 +46,21 @@ neither): the
 intersection attack of ``republish.audit`` (candidate sets of one tuple) and a
 *difference attack* using the exact QIs: a group of ``T*(j)`` containing every member of
 groups of ``T*(j-1)`` (no substitution in either) leaves the multiset difference to its
-other members. Writes ``benchmarks/eps_inclusion_attack.csv``.
+other members. Writes ``benchmarks/eps_inclusion_attack.csv`` (or the first free
+``eps_inclusion_attack_2.csv``, ... when it exists; ``--csv`` writes exactly there).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from output_paths import free_paths, results_path  # benchmarks/ is the script's folder
 
 from republish.audit.intersection import intersection_attack
 from republish.audit.knowledge import knowledge_from_releases
@@ -77,6 +85,12 @@ CENSUS_R = 5_000
 ADULT_QIS = ["age", "sex", "education", "native-country"]
 ADULT_INITIAL, ADULT_R = 20_000, 2_000
 FIGURES = HERE / "figures"
+#: The committed CSVs the figures are drawn from.
+RESULTS = {"census": HERE / "eps_inclusion_results_census.csv",
+           "adult": HERE / "eps_inclusion_results_adult.csv",
+           "long": HERE / "eps_inclusion_results_long.csv"}
+FIGURE_PATHS = {name: FIGURES / f"eps_inclusion_{name}.png"
+                for name in ("error", "time", "error_vs_release")}
 
 
 def run_series(
@@ -218,12 +232,14 @@ def attack(dataset: str, table: pd.DataFrame, initial: int, r: int, releases: in
     return rows
 
 
-def plot(results: pd.DataFrame, long: pd.DataFrame | None = None) -> list[Path]:
+def plot(results: pd.DataFrame, long: pd.DataFrame | None = None,
+         paths_of: dict[str, Path] | None = None) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    paths_of = paths_of or FIGURE_PATHS
     FIGURES.mkdir(exist_ok=True)
     datasets = list(dict.fromkeys(results["dataset"]))
     styles = {"eps-inclusion": ("tab:blue", "o"), "m-invariance": ("tab:red", "s")}
@@ -248,7 +264,7 @@ def plot(results: pd.DataFrame, long: pd.DataFrame | None = None) -> list[Path]:
             axis.grid(alpha=0.3)
             axis.legend(fontsize=8)
         figure.tight_layout()
-        path = FIGURES / f"eps_inclusion_{name}.png"
+        path = paths_of[name]
         figure.savefig(path, dpi=120)
         plt.close(figure)
         paths.append(path)
@@ -277,7 +293,7 @@ def plot(results: pd.DataFrame, long: pd.DataFrame | None = None) -> list[Path]:
         more = twin.get_legend_handles_labels()
         axis.legend(lines[0] + more[0], lines[1] + more[1], fontsize=8)
     figure.tight_layout()
-    path = FIGURES / "eps_inclusion_error_vs_release.png"
+    path = paths_of["error_vs_release"]
     figure.savefig(path, dpi=120)
     plt.close(figure)
     paths.append(path)
@@ -305,7 +321,10 @@ def main() -> None:
     parser.add_argument("--epsilons", type=int, nargs="+", default=list(range(2, 11)))
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--csv", type=Path, default=None)
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there (default: eps_inclusion_results_<dataset>"
+                        ".csv, eps_inclusion_attack.csv with --attack, or the first free "
+                        "..._<n>.csv when it exists)")
     parser.add_argument("--plot-only", action="store_true")
     parser.add_argument("--attack", action="store_true")
     parser.add_argument("--attack-initial", type=int, default=20_000)
@@ -322,22 +341,31 @@ def main() -> None:
             found += attack(dataset, table, initial, initial // 40 if dataset == "census"
                             else ADULT_R, 5 if dataset == "census" else 6, args.epsilons,
                             seed=1)
-        pd.DataFrame(found).to_csv(ATTACK, index=False)
+        out = results_path(args.csv, ATTACK)
+        pd.DataFrame(found).to_csv(out, index=False)
+        print(f"rows written to {out}", file=sys.stderr)
         print(pd.DataFrame(found).to_string(index=False))
         return
+    drawn = dict(RESULTS)
     if not args.plot_only:
         releases = args.releases or (5 if args.dataset == "census" else None)
         series, schema = make_series(args.dataset, releases)
-        target = args.csv or HERE / f"eps_inclusion_results_{args.dataset}.csv"
+        target = results_path(args.csv, RESULTS[args.dataset])
+        print(f"writing {target}", file=sys.stderr)
         rows = run_series(args.dataset, series, schema, args.epsilons, args.queries, args.seed,
                           target)
         pd.DataFrame(rows).to_csv(target, index=False)
-    frames = [pd.read_csv(path) for path in (HERE / "eps_inclusion_results_census.csv",
-                                             HERE / "eps_inclusion_results_adult.csv")
-              if path.exists()]
+        if args.csv is None:
+            drawn[args.dataset] = target  # this run's rows, wherever they went
+    frames = [pd.read_csv(drawn[name]) for name in ("census", "adult") if drawn[name].exists()]
     results = pd.concat(frames, ignore_index=True)
-    long = HERE / "eps_inclusion_results_long.csv"
-    for path in plot(results, pd.read_csv(long) if long.exists() else None):
+    long = drawn["long"]
+    # Drawn from the committed CSVs (--plot-only, --csv): the cited PNGs are regenerated
+    # on purpose; drawn with a default run's new rows: new PNGs beside the cited ones.
+    fresh = not args.plot_only and args.csv is None
+    figures = dict(zip(FIGURE_PATHS, free_paths(*FIGURE_PATHS.values()), strict=True)
+                   ) if fresh else FIGURE_PATHS
+    for path in plot(results, pd.read_csv(long) if long.exists() else None, figures):
         print(f"wrote {path}")
     summary = results.groupby(["dataset", "method", "epsilon"]).agg(
         mean_error=("mean_error", "mean"), median_error=("median_error", "mean"),

@@ -11,14 +11,18 @@ paper publishes it; the interval rendering of every method is reported too), tim
 a check of every output by :func:`republish.principles.l_diversity.check_l_diversity`.
 Timing (Fig. 6) on samples of n = 5k..30k rows at d = 4, l = 6.
 
-    nice -n 10 .venv/bin/python benchmarks/ldiv_baselines.py
+    nice -n 10 .venv/bin/python benchmarks/ldiv_baselines.py [--csv PATH] [--figure PATH]
 
-Writes ``benchmarks/ldiv_baselines.csv`` and ``benchmarks/figures/ldiv_baselines.png``;
+Writes ``benchmarks/ldiv_baselines.csv`` and ``benchmarks/figures/ldiv_baselines.png`` (or,
+when either exists -- RESULTS.md cites them -- the first free ``ldiv_baselines_2.csv`` and
+``ldiv_baselines_2.png``, ... beside them; ``--csv``/``--figure`` write exactly there);
 prints Markdown tables for RESULTS.md.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +34,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from batch_throughput import markdown  # noqa: E402  (benchmarks/ is the script's folder)
+from output_paths import free_paths  # noqa: E402
 
 from republish.datasets import load_adult  # noqa: E402
 from republish.generalization import Domain, generalize, group_boxes, star_count  # noqa: E402
@@ -118,6 +123,18 @@ def figure(frame: pd.DataFrame, path: Path) -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there (default: ldiv_baselines.csv, or the first "
+                        "free ldiv_baselines_<n>.csv when it exists)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/ldiv_baselines.png, or "
+                        "the first free ldiv_baselines_<n>.png)")
+    args = parser.parse_args()
+    free_csv, free_figure = free_paths(HERE / "ldiv_baselines.csv",
+                                       HERE / "figures" / "ldiv_baselines.png")
+    out, figure_path = args.csv or free_csv, args.figure or free_figure
+    print(f"writing {out} and {figure_path}", file=sys.stderr)
     start = time.perf_counter()
     rows = []
     for l in range(2, 8):  # noqa: E741
@@ -131,8 +148,8 @@ def main() -> None:
         sample = table.sample(n=n, random_state=0).reset_index(drop=True)
         rows += [{**r, "sweep": "n"} for r in measure(sample, schema, 6, kl=False)]
     frame = pd.DataFrame(rows)
-    frame.to_csv(HERE / "ldiv_baselines.csv", index=False)
-    figure(frame, HERE / "figures" / "ldiv_baselines.png")
+    frame.to_csv(out, index=False)
+    figure(frame, figure_path)
     for sweep, key in (("l", "l"), ("d", "d"), ("n", "n")):
         part = frame[frame["sweep"] == sweep]
         columns = [key, "method", "stars", "suppressed", "groups", "time_s", "verified"]

@@ -9,18 +9,22 @@ the encoded QI codes (``encode_qis``) and the SA column, i.e. exclude loading.
 
     /tmp/venv/bin/python benchmarks/ldiv_scaling.py [--sizes 100000 200000 ...]
 
-Writes ``benchmarks/ldiv_scaling_results.csv``.
+Writes ``benchmarks/ldiv_scaling_results.csv``, or, when it exists (RESULTS.md cites it;
+``ldiv_figures.py`` draws it), the first free ``ldiv_scaling_results_2.csv``, ... beside it;
+``--csv`` writes exactly there.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from output_paths import results_path  # benchmarks/ is the script's folder
 
 from republish.datasets import synthetic_census
 from republish.generalization import Domain
@@ -80,12 +84,17 @@ def main() -> None:
                         default=[100_000, 200_000, 300_000, 400_000, 500_000, 600_000])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--time-limit", type=float, default=120.0)
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there (default: ldiv_scaling_results.csv, or the "
+                        "first free ldiv_scaling_results_<n>.csv when it exists)")
     args = parser.parse_args()
+    out = results_path(args.csv, RESULTS)
+    print(f"writing {out}", file=sys.stderr)
     rows = []
     for n in args.sizes:
         rows.append(measure(n, args.repeats, args.time_limit))
         print(rows[-1], flush=True)
-    pd.DataFrame(rows).to_csv(RESULTS, index=False)
+    pd.DataFrame(rows).to_csv(out, index=False)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ Usage::
     python benchmarks/m_distinct_adult.py [--diameters 1 5 10] [--m 2 4 6 8]
 
 Writes ``benchmarks/m_distinct_adult_results.csv`` and
-``benchmarks/figures/m_distinct_adult.png``; prints a Markdown summary.
+``benchmarks/figures/m_distinct_adult.png`` (or, when either exists -- RESULTS.md cites
+them -- the first free ``..._2.csv`` and ``..._2.png``, ... beside them; ``--csv``/``--figure``
+write exactly there); prints a Markdown summary.
 """
 
 from __future__ import annotations

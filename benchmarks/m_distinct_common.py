@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
@@ -24,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from output_paths import free_paths, redraw_path  # benchmarks/ is the script's folder
 
 from republish.audit.sug import sug_attack_groups
 from republish.heuristics.mondrian import mondrian_table
@@ -235,7 +237,9 @@ def plot(results: pd.DataFrame, path: Any, title: str, focus_d: int, compare_m: 
 def series_parser(description: str, name: str, *, deleted: int) -> argparse.ArgumentParser:
     """The options of both series benchmarks; a script adds its own, then parses.
 
-    Results go to ``benchmarks/<name>_results.csv`` and ``benchmarks/figures/<name>.png``.
+    Results go to ``benchmarks/<name>_results.csv`` and ``benchmarks/figures/<name>.png``, or,
+    when either exists (RESULTS.md cites them), to the first free ``<name>_results_2.csv`` and
+    ``<name>_2.png``, ...; ``--csv``/``--figure`` are written exactly where given.
     """
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--initial", type=int, default=20_000)
@@ -246,9 +250,16 @@ def series_parser(description: str, name: str, *, deleted: int) -> argparse.Argu
     parser.add_argument("--queries", type=int, default=1_000)
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--from-csv", action="store_true",
-                        help="Only redraw the figure and the summary from --csv.")
-    parser.add_argument("--csv", type=Path, default=HERE / f"{name}_results.csv")
-    parser.add_argument("--figure", type=Path, default=HERE / "figures" / f"{name}.png")
+                        help="Only redraw the figure and the summary from --csv (default: the "
+                        f"committed {name}_results.csv, whose figure is then redrawn in place).")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help=f"written exactly there (default: {name}_results.csv, or the "
+                        f"first free {name}_results_<n>.csv when it exists)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help=f"written exactly there (default: figures/{name}.png, or the "
+                        f"first free {name}_<n>.png)")
+    parser.set_defaults(default_csv=HERE / f"{name}_results.csv",
+                        default_figure=HERE / "figures" / f"{name}.png")
     return parser
 
 
@@ -274,14 +285,21 @@ def run_benchmark(args: argparse.Namespace, title: str, compare_m: int,
     the figure, print the date, the total time and the Markdown summary."""
     start = time.perf_counter()
     if args.from_csv:
-        results = pd.read_csv(args.csv)
-        plot(results, args.figure, title, focus_d=5, compare_m=compare_m)
+        source = args.csv or args.default_csv
+        figure = redraw_path(args.figure, args.default_figure, data=source,
+                             committed=args.default_csv)
+        results = pd.read_csv(source)
+        plot(results, figure, title, focus_d=5, compare_m=compare_m)
+        print(f"figure written to {figure}", file=sys.stderr)
         print(summarize(results))
         return
+    free_csv, free_figure = free_paths(args.default_csv, args.default_figure)
+    out, figure = args.csv or free_csv, args.figure or free_figure
+    print(f"writing {out} and {figure}", file=sys.stderr)
     results = experiment()
-    results.to_csv(args.csv, index=False)
-    args.figure.parent.mkdir(parents=True, exist_ok=True)
-    plot(results, args.figure, title, focus_d=5, compare_m=compare_m)
+    results.to_csv(out, index=False)
+    figure.parent.mkdir(parents=True, exist_ok=True)
+    plot(results, figure, title, focus_d=5, compare_m=compare_m)
     print()
     print(f"Date {date.today()}, total {time.perf_counter() - start:.0f} s")
     print(summarize(results))

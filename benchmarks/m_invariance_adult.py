@@ -15,19 +15,23 @@ Usage::
     python benchmarks/m_invariance_adult.py
 
 Writes ``benchmarks/m_invariance_adult_results.csv`` and
-``benchmarks/figures/m_invariance_adult.png``; prints a Markdown summary. Needs the shared
-data directory (``$REPUBLISH_DATASETS`` or ``../shared/datasets``).
+``benchmarks/figures/m_invariance_adult.png`` (or, when either exists -- RESULTS.md cites
+them -- the first free ``..._2.csv`` and ``..._2.png``, ... beside them; ``--csv``/``--figure``
+write exactly there); prints a Markdown summary. Needs the shared data directory
+(``$REPUBLISH_DATASETS`` or ``../shared/datasets``).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from datetime import date
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from output_paths import free_paths  # benchmarks/ is the script's folder
 
 from republish.datasets import dynamic_series, load_adult
 from republish.metrics import query_error
@@ -116,14 +120,21 @@ def main() -> None:
     parser.add_argument("--m", type=int, nargs="+", default=[2, 3, 4, 5, 6, 7])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--queries", type=int, default=1_000)
-    parser.add_argument("--csv", type=Path, default=HERE / "m_invariance_adult_results.csv")
-    parser.add_argument("--figure", type=Path,
-                        default=HERE / "figures" / "m_invariance_adult.png")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there (default: m_invariance_adult_results.csv, "
+                        "or the first free m_invariance_adult_results_<n>.csv)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/m_invariance_adult.png, "
+                        "or the first free m_invariance_adult_<n>.png)")
     args = parser.parse_args()
+    free_csv, free_figure = free_paths(HERE / "m_invariance_adult_results.csv",
+                                       HERE / "figures" / "m_invariance_adult.png")
+    out, figure = args.csv or free_csv, args.figure or free_figure
+    print(f"writing {out} and {figure}", file=sys.stderr)
     start = time.perf_counter()
     results = run(args.initial, args.r, args.m, args.seed, args.queries)
-    results.to_csv(args.csv, index=False)
-    plot(results, args.figure)
+    results.to_csv(out, index=False)
+    plot(results, figure)
     print()
     print(f"Date {date.today()}, total {time.perf_counter() - start:.0f} s")
     print(summarize(results))

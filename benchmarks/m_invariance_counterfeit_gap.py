@@ -45,8 +45,13 @@ proven minimal for the state it inherits)::
         --also benchmarks/m_invariance_counterfeit_gap_full.csv \
         --figure benchmarks/figures/m_invariance_counterfeit_gap_exact_vs_assign.png
 
-Writes ``benchmarks/m_invariance_counterfeit_gap.csv`` (rows of other labels are kept)
-and ``benchmarks/figures/m_invariance_counterfeit_gap.png``.
+Writes ``benchmarks/m_invariance_counterfeit_gap.csv`` and
+``benchmarks/figures/m_invariance_counterfeit_gap.png`` (or, when either exists -- RESULTS.md
+cites them -- the first free ``..._2.csv`` and ``..._2.png``, ... beside them;
+``--csv``/``--figure`` write exactly there). Rows of other labels are kept from ``--csv``
+(default: the committed ``m_invariance_counterfeit_gap.csv``). ``--plot-only`` reads
+``--csv``; redrawing the committed CSV alone (no ``--also``) replaces its figure on purpose,
+any other redraw without ``--figure`` goes to the first free ``..._<n>.png``.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ from m_invariance_common import (  # noqa: E402
     save_figure,
     series_table,
 )
+from output_paths import free_path, free_paths, redraw_path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KEYS = ["distribution", "m", "r", "initial", "policy"]
@@ -179,9 +185,13 @@ def main() -> None:
     parser.add_argument("--policies", nargs="+", default=["assign", "reuse"])
     parser.add_argument("--time-limit", type=float, default=3.0)
     parser.add_argument("--max-releases", type=int, default=None)
-    parser.add_argument("--csv", type=Path, default=HERE / "m_invariance_counterfeit_gap.csv")
-    parser.add_argument("--figure", type=Path,
-                        default=HERE / "figures" / "m_invariance_counterfeit_gap.png")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there, read for the kept rows and by --plot-only "
+                        "(default: rows kept from m_invariance_counterfeit_gap.csv, written to "
+                        "the first free m_invariance_counterfeit_gap_<n>.csv when it exists)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/m_invariance_counterfeit_"
+                        "gap.png, or the first free m_invariance_counterfeit_gap_<n>.png)")
     parser.add_argument("--also", type=Path, nargs="*", default=[],
                         help="CSVs of earlier runs: their series of the same --distributions, "
                              "--r and --initial are summarized and drawn beside this run's "
@@ -189,6 +199,19 @@ def main() -> None:
     parser.add_argument("--plot-only", action="store_true",
                         help="run nothing: summarize and draw --csv (and --also)")
     args = parser.parse_args()
+    default_csv = HERE / "m_invariance_counterfeit_gap.csv"
+    default_figure = HERE / "figures" / "m_invariance_counterfeit_gap.png"
+    source = args.csv or default_csv
+    out: Path | None = None  # --plot-only writes no CSV
+    if args.plot_only:
+        # the committed CSV alone redraws its cited figure; anything else gets a new file
+        figure = (args.figure or free_path(default_figure)) if args.also else redraw_path(
+            args.figure, default_figure, data=source, committed=default_csv)
+    else:
+        free_csv, free_figure = free_paths(default_csv, default_figure)
+        out, figure = args.csv or free_csv, args.figure or free_figure
+        print(f"writing {out}", file=sys.stderr)
+    print(f"figure: {figure}", file=sys.stderr)
     start = time.perf_counter()
     records: list[dict[str, object]] = []
     for distribution in [] if args.plot_only else args.distributions:
@@ -204,16 +227,16 @@ def main() -> None:
             records.extend(part)
     results = pd.DataFrame(records)
     if args.plot_only:
-        results = pd.read_csv(args.csv) if args.csv.exists() else pd.DataFrame(columns=KEYS)
-    elif args.csv.exists():
-        old = pd.read_csv(args.csv)
+        results = pd.read_csv(source) if source.exists() else pd.DataFrame(columns=KEYS)
+    elif source.exists():
+        old = pd.read_csv(source)
         fresh = set(map(tuple, results[KEYS].drop_duplicates().to_numpy().tolist()))
         old = old[[tuple(k) not in fresh for k in old[KEYS].to_numpy().tolist()]]
         results = pd.concat([old, results], ignore_index=True)
-    if not args.plot_only:
-        results.to_csv(args.csv, index=False)
+    if out is not None:
+        results.to_csv(out, index=False)
     if not args.also:
-        plot(results, args.figure)
+        plot(results, figure)
         print()
         print(f"Date {date.today()}, {MACHINE}, total {time.perf_counter() - start:.0f} s")
         print(markdown(counterfeit_summary(results, KEYS)))
@@ -233,7 +256,7 @@ def main() -> None:
     order = {d: i for i, d in enumerate(args.distributions)}
     shown = shown.sort_values(["distribution", "policy", "release"], kind="stable",
                               key=lambda c: c.map(order) if c.name == "distribution" else c)
-    plot_comparison(shown, args.figure)
+    plot_comparison(shown, figure)
     summary = counterfeit_summary(shown, KEYS).merge(
         proof_summary(shown, KEYS).drop(columns="releases"), on=KEYS)
     print()

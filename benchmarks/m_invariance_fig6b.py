@@ -41,7 +41,12 @@ releases every m has)::
         benchmarks/m_invariance_counterfeit_gap_full.csv \
         --figure benchmarks/figures/m_invariance_fig6b_full_all.png
 
-Writes ``benchmarks/m_invariance_fig6b.csv`` and ``benchmarks/figures/m_invariance_fig6b.png``.
+Writes ``benchmarks/m_invariance_fig6b.csv`` and ``benchmarks/figures/m_invariance_fig6b.png``
+(or, when either exists -- RESULTS.md cites them -- the first free ``..._2.csv`` and
+``..._2.png``, ... beside them; ``--csv``/``--figure`` write exactly there). ``--plot-only``
+reads ``--csv`` (default: the committed ``m_invariance_fig6b.csv``); redrawing that file
+alone (no ``--also``) replaces ``m_invariance_fig6b.png`` on purpose, any other redraw
+without ``--figure`` goes to the first free ``m_invariance_fig6b_<n>.png``.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from m_invariance_common import (  # noqa: E402
     save_figure,
     series_table,
 )
+from output_paths import free_path, free_paths, redraw_path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -103,9 +109,25 @@ def main() -> None:
                         help="CSVs of earlier runs summarized and drawn with this one")
     parser.add_argument("--plot-only", action="store_true",
                         help="run nothing: summarize and draw --also (and --csv if it exists)")
-    parser.add_argument("--csv", type=Path, default=HERE / "m_invariance_fig6b.csv")
-    parser.add_argument("--figure", type=Path, default=HERE / "figures" / "m_invariance_fig6b.png")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there, read by --plot-only (default: "
+                        "m_invariance_fig6b.csv, or the first free m_invariance_fig6b_<n>.csv)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/m_invariance_fig6b.png, "
+                        "or the first free m_invariance_fig6b_<n>.png)")
     args = parser.parse_args()
+    default_csv = HERE / "m_invariance_fig6b.csv"
+    default_figure = HERE / "figures" / "m_invariance_fig6b.png"
+    if args.plot_only:
+        csv_path = args.csv or default_csv  # read, not written
+        # the committed CSV alone redraws its cited figure; anything else gets a new file
+        figure = (args.figure or free_path(default_figure)) if args.also else redraw_path(
+            args.figure, default_figure, data=csv_path, committed=default_csv)
+    else:
+        free_csv, free_figure = free_paths(default_csv, default_figure)
+        csv_path, figure = args.csv or free_csv, args.figure or free_figure
+        print(f"writing {csv_path}", file=sys.stderr)
+    print(f"figure: {figure}", file=sys.stderr)
     start = time.perf_counter()
     records: list[dict[str, object]] = []
     for distribution in [] if args.plot_only else args.distributions:
@@ -118,9 +140,9 @@ def main() -> None:
                 for record in part:
                     record["distribution"] = distribution
                 records.extend(part)
-                pd.DataFrame(records).to_csv(args.csv, index=False)
-    if args.plot_only and args.csv.exists():
-        saved = pd.read_csv(args.csv)
+                pd.DataFrame(records).to_csv(csv_path, index=False)
+    if args.plot_only and csv_path.exists():
+        saved = pd.read_csv(csv_path)
         # the same cut as for --also: no release past --max-releases
         records = saved[saved["release"] <= (args.max_releases or saved["release"].max())
                         ].to_dict("records")
@@ -131,7 +153,7 @@ def main() -> None:
                for e in earlier]
     results = pd.concat([*earlier, pd.DataFrame(records)], ignore_index=True)
     summary = counterfeit_summary(results, ["distribution", "policy", "m"])
-    plot(summary, args.figure)
+    plot(summary, figure)
     print()
     print(f"Date {date.today()}, {MACHINE}, total {time.perf_counter() - start:.0f} s")
     print(markdown(summary))

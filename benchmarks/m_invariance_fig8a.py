@@ -21,7 +21,9 @@ correlated with age; 2026-11-25 run, the OCC rows of the default CSV drawn besid
         --also benchmarks/m_invariance_fig8a.csv \
         --figure benchmarks/figures/m_invariance_fig8a_sal.png
 
-Writes ``benchmarks/m_invariance_fig8a.csv`` and ``benchmarks/figures/m_invariance_fig8a.png``.
+Writes ``benchmarks/m_invariance_fig8a.csv`` and ``benchmarks/figures/m_invariance_fig8a.png``
+(or, when either exists -- RESULTS.md cites them -- the first free ``..._2.csv`` and
+``..._2.png``, ... beside them; ``--csv``/``--figure`` write exactly there).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from m_invariance_common import (  # noqa: E402
     save_figure,
     series_table,
 )
+from output_paths import free_paths  # noqa: E402
 
 from republish.metrics import query_error  # noqa: E402
 
@@ -82,9 +85,17 @@ def main() -> None:
     parser.add_argument("--sensitive", default="occupation", choices=["occupation", "income"])
     parser.add_argument("--also", type=Path, nargs="*", default=[],
                         help="CSVs of earlier runs drawn in the same figure")
-    parser.add_argument("--csv", type=Path, default=HERE / "m_invariance_fig8a.csv")
-    parser.add_argument("--figure", type=Path, default=HERE / "figures" / "m_invariance_fig8a.png")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there (default: m_invariance_fig8a.csv, "
+                        "or the first free m_invariance_fig8a_<n>.csv)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/m_invariance_fig8a.png, "
+                        "or the first free m_invariance_fig8a_<n>.png)")
     args = parser.parse_args()
+    free_csv, free_figure = free_paths(HERE / "m_invariance_fig8a.csv",
+                                       HERE / "figures" / "m_invariance_fig8a.png")
+    out, figure = args.csv or free_csv, args.figure or free_figure
+    print(f"writing {out} and {figure}", file=sys.stderr)
     start = time.perf_counter()
     errors: list[dict[str, object]] = []
     for distribution in args.distributions:
@@ -109,12 +120,12 @@ def main() -> None:
 
         run_series(table, schema, args.initial, args.r, args.m, args.seed + args.r,
                    max_releases=args.max_releases, keep=keep, label=distribution)
-        pd.DataFrame(errors).to_csv(args.csv, index=False)
+        pd.DataFrame(errors).to_csv(out, index=False)
     frame = pd.concat([*(pd.read_csv(p) for p in args.also), pd.DataFrame(errors)],
                       ignore_index=True)
     summary = (frame.groupby(["distribution", "m", "theta"], sort=False)["error"]
                .agg(mean_error="mean", max_error="max", releases="count").reset_index())
-    plot(summary, args.figure)
+    plot(summary, figure)
     print()
     print(f"Date {date.today()}, {MACHINE}, total {time.perf_counter() - start:.0f} s")
     print(markdown(summary.round(4)))

@@ -13,7 +13,9 @@ Usage::
 
     nice -n 10 .venv/bin/python benchmarks/m_invariance_fig9b.py --max-releases 4
 
-Writes ``benchmarks/m_invariance_fig9b.csv`` and ``benchmarks/figures/m_invariance_fig9b.png``.
+Writes ``benchmarks/m_invariance_fig9b.csv`` and ``benchmarks/figures/m_invariance_fig9b.png``
+(or, when either exists -- RESULTS.md cites them -- the first free ``..._2.csv`` and
+``..._2.png``, ... beside them; ``--csv``/``--figure`` write exactly there).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from m_invariance_common import (  # noqa: E402
     save_figure,
     series_table,
 )
+from output_paths import free_paths  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -84,18 +87,26 @@ def main() -> None:
     parser.add_argument("--ms", type=int, nargs="+", default=[2, 4, 6, 8, 10, 12, 14, 16, 18, 20])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-releases", type=int, default=4)
-    parser.add_argument("--csv", type=Path, default=HERE / "m_invariance_fig9b.csv")
-    parser.add_argument("--figure", type=Path, default=HERE / "figures" / "m_invariance_fig9b.png")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there (default: m_invariance_fig9b.csv, "
+                        "or the first free m_invariance_fig9b_<n>.csv)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/m_invariance_fig9b.png, "
+                        "or the first free m_invariance_fig9b_<n>.png)")
     args = parser.parse_args()
+    free_csv, free_figure = free_paths(HERE / "m_invariance_fig9b.csv",
+                                       HERE / "figures" / "m_invariance_fig9b.png")
+    out, figure = args.csv or free_csv, args.figure or free_figure
+    print(f"writing {out} and {figure}", file=sys.stderr)
     start = time.perf_counter()
     table, schema = series_table(args.rows, args.seed, "census")
     records: list[dict[str, object]] = []
     for m in args.ms:
         records.extend(run_series(table, schema, args.initial, args.r, m, args.seed + args.r,
                                   max_releases=args.max_releases, label="census"))
-        pd.DataFrame(records).to_csv(args.csv, index=False)
+        pd.DataFrame(records).to_csv(out, index=False)
     summary = summarize(pd.DataFrame(records))
-    plot(summary, args.figure)
+    plot(summary, figure)
     print()
     print(f"Date {date.today()}, {MACHINE}, total {time.perf_counter() - start:.0f} s")
     print(markdown(summary))

@@ -36,11 +36,14 @@ seed 1; each ``nice -n 15 .venv/bin/python benchmarks/m_invariance_reserve.py`` 
     --distributions adult-occupation-50 --policies reserve-rare --factors 4 --seed 2
 
 (run two at a time with ``--csv`` to separate files, then concatenated; rows of other keys
-are kept, so running them one after another into the default CSV gives the same file).
+are kept, so running them one after another with the same ``--csv`` gives the same file).
 ``--plot-only`` redraws the figure and prints the summary. ``--eligibility hybrid`` lets
 the eligibility step defer too; ``--m`` defaults to 10, 7 for ``adult-occupation``.
-Writes ``benchmarks/m_invariance_reserve.csv`` (rows of other
-keys are kept) and ``benchmarks/figures/m_invariance_reserve.png``.
+Writes ``benchmarks/m_invariance_reserve.csv`` and ``benchmarks/figures/m_invariance_reserve.png``
+(or, when either exists -- RESULTS.md cites them -- the first free ``..._2.csv`` and
+``..._2.png``, ... beside them; ``--csv``/``--figure`` write exactly there). Rows of other
+keys are kept from ``--csv`` (default: the committed ``m_invariance_reserve.csv``).
+``--plot-only`` reads ``--csv``; redrawing the committed CSV replaces its figure on purpose.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from m_invariance_common import (  # noqa: E402
     save_figure,
     series_table,
 )
+from output_paths import free_paths, redraw_path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KEYS = ["distribution", "m", "r", "initial", "seed", "policy", "reserve_factor", "eligibility"]
@@ -143,11 +147,26 @@ def main() -> None:
     parser.add_argument("--eligibility", default="counterfeit",
                         choices=["counterfeit", "delete", "hybrid"])
     parser.add_argument("--max-releases", type=int, default=None)
-    parser.add_argument("--csv", type=Path, default=HERE / "m_invariance_reserve.csv")
-    parser.add_argument("--figure", type=Path,
-                        default=HERE / "figures" / "m_invariance_reserve.png")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there, read for the kept rows and by --plot-only "
+                        "(default: rows kept from m_invariance_reserve.csv, written to the "
+                        "first free m_invariance_reserve_<n>.csv when it exists)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/m_invariance_reserve.png, "
+                        "or the first free m_invariance_reserve_<n>.png)")
     parser.add_argument("--plot-only", action="store_true")
     args = parser.parse_args()
+    default_csv = HERE / "m_invariance_reserve.csv"
+    default_figure = HERE / "figures" / "m_invariance_reserve.png"
+    source = args.csv or default_csv
+    if args.plot_only:
+        out = source  # read, not written
+        figure = redraw_path(args.figure, default_figure, data=source, committed=default_csv)
+    else:
+        free_csv, free_figure = free_paths(default_csv, default_figure)
+        out, figure = args.csv or free_csv, args.figure or free_figure
+        print(f"writing {out}", file=sys.stderr)
+    print(f"figure: {figure}", file=sys.stderr)
     start = time.perf_counter()
     records: list[dict[str, object]] = []
     for distribution in [] if args.plot_only else args.distributions:
@@ -167,17 +186,19 @@ def main() -> None:
                 records.extend(part)
                 # Written after every series: a long run keeps what it finished.
                 frame = pd.DataFrame(records)
-                if args.csv.exists():
-                    old = read(args.csv)
+                # the kept rows: the previous series of this run, else those of --csv
+                previous = out if out.exists() else source
+                if previous.exists():
+                    old = read(previous)
                     fresh = set(map(tuple, frame[KEYS].drop_duplicates().astype(str)
                                     .to_numpy().tolist()))
                     old = old[[tuple(k) not in fresh
                                for k in old[KEYS].astype(str).to_numpy().tolist()]]
                     frame = pd.concat([old, frame], ignore_index=True)
-                frame.to_csv(args.csv, index=False)
+                frame.to_csv(out, index=False)
                 records = []
-    results = read(args.csv)
-    plot(results, args.figure)
+    results = read(out)
+    plot(results, figure)
     print()
     print(f"Date {date.today()}, {MACHINE}, total {time.perf_counter() - start:.0f} s")
     print(markdown(summary(results)))

@@ -14,8 +14,10 @@ Usage::
     python benchmarks/m_invariance_synthetic.py --r 40000 --max-releases 6
 
 Writes ``benchmarks/m_invariance_synthetic_results.csv`` and
-``benchmarks/figures/m_invariance_synthetic_counterfeits.png`` and prints a Markdown
-summary (pasted into ``benchmarks/RESULTS.md``).
+``benchmarks/figures/m_invariance_synthetic_counterfeits.png`` (or, when either exists --
+RESULTS.md cites them -- the first free ``..._2.csv`` and ``..._2.png``, ... beside them;
+``--csv``/``--figure`` write exactly there) and prints a Markdown summary (pasted into
+``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ import argparse
 import gc
 import os
 import platform
+import sys
 import time
 from datetime import date
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from output_paths import free_paths  # benchmarks/ is the script's folder
 
 from republish.datasets import dynamic_series, synthetic_census
 from republish.solver.m_invariance import publish_m_invariant
@@ -137,19 +141,27 @@ def main() -> None:
     parser.add_argument("--m", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-releases", type=int, default=None)
-    parser.add_argument("--csv", type=Path, default=HERE / "m_invariance_synthetic_results.csv")
-    parser.add_argument("--figure", type=Path,
-                        default=HERE / "figures" / "m_invariance_synthetic_counterfeits.png")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there (default: m_invariance_synthetic_results.csv, "
+                        "or the first free m_invariance_synthetic_results_<n>.csv)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/"
+                        "m_invariance_synthetic_counterfeits.png, or the first free "
+                        "m_invariance_synthetic_counterfeits_<n>.png)")
     args = parser.parse_args()
+    free_csv, free_figure = free_paths(HERE / "m_invariance_synthetic_results.csv",
+                                       HERE / "figures" / "m_invariance_synthetic_counterfeits.png")
+    out, figure = args.csv or free_csv, args.figure or free_figure
+    print(f"writing {out} and {figure}", file=sys.stderr)
     start = time.perf_counter()
     table, schema = synthetic_census(args.rows, seed=args.seed)
     records: list[dict[str, object]] = []
     for r in args.r:
         records.extend(run_series(table, schema, args.initial, r, args.m, args.seed + r,
                                   args.max_releases))
-        pd.DataFrame(records).to_csv(args.csv, index=False)
+        pd.DataFrame(records).to_csv(out, index=False)
     results = pd.DataFrame(records)
-    plot(results, args.figure)
+    plot(results, figure)
     print()
     print(f"Date {date.today()}, {platform.processor() or platform.machine()}, "
           f"total {time.perf_counter() - start:.0f} s")

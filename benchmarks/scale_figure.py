@@ -6,8 +6,10 @@ two releases) and records release 2's wall time, CPU time (the process's and its
 children's: from 1,000,000 rows the split runs on local worker processes by default) and
 the peak memory of the process and of its largest worker; then fits the growth exponent
 ``b`` of ``time ~ a·n^b`` (least squares on logarithms; 1.0 is linear, n log n shows as
-~1.05-1.1 over this range). Prints a Markdown table and writes
-``benchmarks/figures/scale_release.png``.
+~1.05-1.1 over this range). Prints a Markdown table and, with ``--plot``, writes
+``benchmarks/figures/scale_release.png`` (``scale_release_modes.png`` for other ``--modes``),
+or, when that exists (RESULTS.md cites it), the first free ``scale_release_2.png``, ...
+beside it; ``--figure`` writes exactly there.
 
 Usage::
 
@@ -24,6 +26,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from output_paths import results_path  # benchmarks/ is the script's folder
 
 HERE = Path(__file__).resolve().parent
 
@@ -74,6 +77,10 @@ def main() -> None:
     parser.add_argument("--records", help="a file of the JSON lines a run printed (this "
                         "script's, or scale_release.py's summary lines): table, fit and plot "
                         "from it instead of measuring")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="with --plot: written exactly there (default: figures/"
+                        "scale_release.png or scale_release_modes.png, or the first free "
+                        "..._<n>.png when it exists)")
     args = parser.parse_args()
     records = []
     if args.records:
@@ -123,7 +130,9 @@ def main() -> None:
         (HERE / "figures").mkdir(exist_ok=True)
         figure.tight_layout()
         name = "scale_release.png" if modes == ["heuristic"] else "scale_release_modes.png"
-        figure.savefig(HERE / "figures" / name, dpi=120)
+        path = results_path(args.figure, HERE / "figures" / name)
+        figure.savefig(path, dpi=120)
+        print(f"figure written to {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

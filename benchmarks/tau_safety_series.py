@@ -28,12 +28,15 @@ Adult (ARX edition) has 30,162 rows; the paper's protocol needs 44,000 distinct 
 the default is that protocol scaled by 0.685 (13,700 / 1,370 / 2,740: every insertion a
 fresh row) and ``--tag paper`` runs it at full size with re-insertions of deleted rows
 once the fresh rows run out. Writes ``benchmarks/tau_safety_series_<tag>.csv`` and
-``benchmarks/figures/tau_safety_series_<tag>.png``; prints Markdown for RESULTS.md.
+``benchmarks/figures/tau_safety_series_<tag>.png`` (or, when either exists -- RESULTS.md
+cites them -- the first free ``..._<tag>_2.csv`` and ``..._<tag>_2.png``, ... beside them;
+``--csv``/``--figure`` write exactly there); prints Markdown for RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +48,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from batch_throughput import markdown  # noqa: E402  (benchmarks/ is the script's folder)
+from output_paths import free_paths  # noqa: E402
 
 from republish.datasets import load_adult  # noqa: E402
 from republish.heuristics.cach import CachPolicy  # noqa: E402
@@ -185,11 +189,21 @@ def main() -> None:
     parser.add_argument("--m", type=int, nargs="+", default=[7, 8])
     parser.add_argument("--tag", default="scaled")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="written exactly there (default: tau_safety_series_<tag>.csv, or "
+                        "the first free tau_safety_series_<tag>_<n>.csv when it exists)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="written exactly there (default: figures/tau_safety_series_<tag>"
+                        ".png, or the first free tau_safety_series_<tag>_<n>.png)")
     args = parser.parse_args()
+    free_csv, free_figure = free_paths(HERE / f"tau_safety_series_{args.tag}.csv",
+                                       HERE / "figures" / f"tau_safety_series_{args.tag}.png")
+    out, figure_path = args.csv or free_csv, args.figure or free_figure
+    print(f"writing {out} and {figure_path}", file=sys.stderr)
     start = time.perf_counter()
     results = run(args)
-    results.to_csv(HERE / f"tau_safety_series_{args.tag}.csv", index=False)
-    figure(results, HERE / "figures" / f"tau_safety_series_{args.tag}.png",
+    results.to_csv(out, index=False)
+    figure(results, figure_path,
            f"Adult occupation: {args.initial} rows, -{args.deletions}/+{args.insertions}, "
            f"{args.releases} releases, {args.runs} runs")
     print(markdown(summary(results), digits=4))

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from output_paths import results_path  # benchmarks/ is the script's folder
 
 from republish.datasets import dynamic_series, load_adult, synthetic_census
 from republish.solver.m_invariance import publish_m_invariant
@@ -123,21 +124,12 @@ def main() -> None:
     frame = run(args.initial, args.r, args.releases, args.m, args.time_limit, args.mode,
                 args.seed, args.dataset, tuple(args.first_release), args.first_time_limit)
     name = "adult" if args.dataset == "adult" else "census"
-    out = args.csv or free_path(HERE / f"whole_release_{name}_{args.initial}.csv")
+    out = results_path(args.csv, HERE / f"whole_release_{name}_{args.initial}.csv")
     frame.to_csv(out, index=False)
     print(f"rows written to {out}", file=sys.stderr)
     command = "python benchmarks/whole_release_adult.py " + " ".join(sys.argv[1:])
     print(f"`{command}` — {platform.machine()}, {os.cpu_count()} cores, {date.today()}\n")
     print(markdown(frame))
-
-
-def free_path(path: Path) -> Path:
-    """``path`` when no file is there, else the first ``<stem>_<n><suffix>`` that is free."""
-    candidate, n = path, 2
-    while candidate.exists():
-        candidate = path.with_name(f"{path.stem}_{n}{path.suffix}")
-        n += 1
-    return candidate
 
 
 if __name__ == "__main__":
