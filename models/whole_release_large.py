@@ -18,6 +18,7 @@ from republish.models.whole_release_answer import (
 from republish.models.whole_release_bound import CYCLE_COVER_ROWS, cycle_cover_bound
 from republish.models.whole_release_counts import Extent
 from republish.models.whole_release_pair_bound import lower_bound_b
+from republish.models.whole_release_polish import regroup_new_groups
 from republish.models.whole_release_problem import (
     WholeReleaseProblem,
     WholeReleaseSolution,
@@ -46,6 +47,9 @@ SLOT_SHARE = 1.0
 #: problems (m = 3), which 0.35 of the budget from the step's start no longer left (gaps
 #: 35-51 % against 34 % in session 9), nor always 0.4 from the bound's start.
 UNIFORM_SHARE, BOUND_SHARE = 0.5, 0.4
+#: Share of the search budget in which the groups of new rows only are regrouped freely
+#: (:func:`~republish.models.whole_release_polish.regroup_new_groups`) before the trades.
+NEW_GROUPS_SHARE = 0.1
 
 
 def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
@@ -67,23 +71,32 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
         if a_star is not None else 0.0
     deadline = started + time_limit * (1 - bound_share)
     now = time.perf_counter()
-    slots = trade_slots(problem, incumbent.groups, deadline=now + SLOT_SHARE * (deadline - now),
-                        seed=seed, extent=measure)
+    # the last share regroups the groups of new rows only; not in a first release, whose
+    # buckets the trades below improve far more (they trade within signatures)
+    search_end = deadline - NEW_GROUPS_SHARE * (deadline - now) if (
+        problem.bucket >= 0).any() else deadline
+    slots = trade_slots(problem, incumbent.groups,
+                        deadline=now + SLOT_SHARE * (search_end - now), seed=seed,
+                        extent=measure)
     # the trades stop in a local optimum: the time left restarts the buckets from a fresh
     # construction, kept where it beats the traded grouping, and trades again
-    rebuilt = rebuild_buckets(problem, slots.groups, extent=measure, deadline=deadline)
+    rebuilt = rebuild_buckets(problem, slots.groups, extent=measure, deadline=search_end)
     if rebuilt.rebuilt:
-        again = trade_slots(problem, rebuilt.groups, deadline=deadline, seed=seed + 1,
+        again = trade_slots(problem, rebuilt.groups, deadline=search_end, seed=seed + 1,
                             extent=measure)
         slots = dataclasses.replace(again, solved=slots.solved + again.solved,
                                     improved=slots.improved + again.improved,
                                     gain=slots.gain + rebuilt.gain + again.gain)
-    search = improve_by_neighbourhoods(problem, slots.groups, deadline=deadline,
+    search = improve_by_neighbourhoods(problem, slots.groups, deadline=search_end,
                                        seed=seed, extent=measure,
                                        keep_signatures=KEEP_SIGNATURES)
     groups = list(search.groups)
+    regrouped = regroup_new_groups(problem, groups, measure, deadline=deadline, seed=seed) \
+        if search_end < deadline else None
+    if regrouped is not None:
+        groups = regrouped
     a, b = release_objectives(problem, groups, len(incumbent.deferred), weight, measure)
-    if search.improved or slots.improved or rebuilt.rebuilt:
+    if search.improved or slots.improved or rebuilt.rebuilt or regrouped is not None:
         candidates.append(Candidate(a, b, groups, incumbent.deferred, "model"))
     best = min(candidates, key=lambda c: (c.a, c.b))
     a_done = a_star is not None and best.a == a_star
@@ -93,7 +106,8 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     if bound_share and a_done:
         bound_b = max(bound_b, cycle_cover_bound(problem, measure, float(incumbent.a), weight,
                                                  deadline=started + time_limit))
-    detail = (f"rebuild: {rebuilt.rebuilt} of {rebuilt.tried} buckets improved; "
+    detail = (("groups of new rows regrouped; " if regrouped is not None else "") +
+              f"rebuild: {rebuilt.rebuilt} of {rebuilt.tried} buckets improved; "
               f"slot trades: {slots.solved} assignments solved, {slots.improved} improved; "
               f"large-neighbourhood search: {search.solved} neighbourhoods of "
               f"{search.groups_per_neighbourhood} groups solved, {search.improved} improved; "

@@ -11,6 +11,7 @@ cheaper start leaves reduced-cost fixing a smaller gap to close. Nothing is prov
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -20,7 +21,7 @@ from republish.models.whole_release_counts import BoxExtent, Extent
 from republish.models.whole_release_extent_tables import TabulatedExtent, tabulated
 from republish.models.whole_release_problem import WholeReleaseProblem
 
-__all__ = ["regroup_new_release", "unique_search_seconds"]
+__all__ = ["regroup_new_groups", "regroup_new_release", "unique_search_seconds"]
 
 #: Share of a release's budget (at most UNIQUE_SECONDS) the search may take when the
 #: release has no old rows. First release of 200 Adult rows, 10 s: share 0.1 gave 66.5
@@ -81,3 +82,40 @@ def regroup_new_release(problem: WholeReleaseProblem, groups: list[np.ndarray],
             math.isnan(found.cost_after):
         return None
     return list(found.groups)
+
+
+def regroup_new_groups(problem: WholeReleaseProblem, groups: list[np.ndarray],
+                       measure: Extent, *, deadline: float, seed: int
+                       ) -> list[np.ndarray] | None:
+    """``groups`` with their groups of new rows only (no old row, no counterfeit) regrouped
+    freely among themselves by :func:`regroup_new_release`, the others kept; None when
+    fewer than two such groups or nothing is gained.
+
+    Those rows take new signatures (m-invariance paper, Xiao & Tao, SIGMOD 2007, §4.1:
+    a new row's signature is its group's), so any m-unique partition of them is a valid
+    part of the release, and (a) is unchanged. The release step's warm starts form these
+    groups as Assign does, by value counts alone; on release 2 of the 20,000-row Adult
+    series at m = 3 its 547 groups of new rows cost 1,675 of 15,652, the free regrouping
+    of the same 1,641 rows 388."""
+    is_new = problem.bucket < 0
+    fresh = [k for k, g in enumerate(groups) if len(g) >= problem.m and is_new[g].all()
+             and len(np.unique(problem.values[g])) == len(g)]
+    table = tabulated(measure)
+    if len(fresh) < 2 or not isinstance(table, TabulatedExtent | BoxExtent):
+        return None  # not a box sum: the search does not apply
+    rows = np.concatenate([groups[k] for k in fresh])
+    local = np.full(len(problem.values), -1, dtype=np.int64)
+    local[rows] = np.arange(len(rows))
+    sub = dataclasses.replace(problem, points=problem.points[rows],
+                              values=problem.values[rows],
+                              bucket=np.full(len(rows), -1, dtype=problem.bucket.dtype),
+                              signatures=(), box_lengths=None)
+    restricted: Extent = TabulatedExtent(table.points[rows], table.tables) if isinstance(
+        table, TabulatedExtent) else BoxExtent(table.points[rows])
+    regrouped = regroup_new_release(sub, [local[groups[k]] for k in fresh], restricted,
+                                    deadline=deadline, seed=seed)
+    if regrouped is None:
+        return None
+    moved = set(fresh)
+    kept = [g for k, g in enumerate(groups) if k not in moved]
+    return kept + [rows[g] for g in regrouped]
