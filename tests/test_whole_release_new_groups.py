@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from test_whole_release_slots import random_release
 
 import republish.models.whole_release as whole_release
+import republish.models.whole_release_large as whole_release_large
 from republish.models.whole_release import solve_whole_release
 from republish.models.whole_release_answer import release_objectives
 from republish.models.whole_release_counts import BoxExtent
@@ -164,3 +165,21 @@ def test_nothing_to_regroup() -> None:
     assert regroup_new_groups(problem, [groups[0], groups[1], short],
                               BoxExtent(problem.points), deadline=time.perf_counter() + 1.0,
                               seed=0) is None
+
+
+def test_no_regrouping_where_values_are_scarce(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same release with the slack required above its own (1 - 3·4/21 = 0.43): the
+    groups of new rows keep their signatures, which no other step can change, so the
+    release stays dear (at m = 7 on Adult, regrouped signatures cost later releases
+    counterfeits)."""
+    problem, groups = across_signatures()
+    assert whole_release_large._regroups_new_groups(problem, Fraction(0))
+    assert not whole_release_large._regroups_new_groups(problem, Fraction(1))  # A* > 0
+    first = WholeReleaseProblem(problem.points, problem.values, np.full(len(problem.values),
+                                                                          -1), (), 3, 6)
+    assert not whole_release_large._regroups_new_groups(first, Fraction(0))
+    monkeypatch.setattr(whole_release_large, "NEW_GROUPS_MIN_SLACK", 0.5)
+    monkeypatch.setattr(whole_release, "WHOLE_MODEL_ROWS", 10)
+    answer = solve_whole_release(problem, time_limit=1.0, hint=(groups, []))
+    assert "regrouped" not in answer.detail
+    assert answer.objective_b > 6 * 3 * 2 * 0.9
