@@ -73,7 +73,7 @@ from m_invariance_common import (  # noqa: E402
     save_figure,
     series_table,
 )
-from output_paths import free_path, free_paths, redraw_path  # noqa: E402
+from output_paths import resolve_outputs  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KEYS = ["distribution", "m", "r", "initial", "policy"]
@@ -201,15 +201,9 @@ def main() -> None:
     args = parser.parse_args()
     default_csv = HERE / "m_invariance_counterfeit_gap.csv"
     default_figure = HERE / "figures" / "m_invariance_counterfeit_gap.png"
-    source = args.csv or default_csv
-    out: Path | None = None  # --plot-only writes no CSV
-    if args.plot_only:
-        # the committed CSV alone redraws its cited figure; anything else gets a new file
-        figure = (args.figure or free_path(default_figure)) if args.also else redraw_path(
-            args.figure, default_figure, data=source, committed=default_csv)
-    else:
-        free_csv, free_figure = free_paths(default_csv, default_figure)
-        out, figure = args.csv or free_csv, args.figure or free_figure
+    source, out, figure = resolve_outputs(args.csv, args.figure, default_csv, default_figure,
+                                          plot_only=args.plot_only, also=bool(args.also))
+    if out is not None:
         print(f"writing {out}", file=sys.stderr)
     print(f"figure: {figure}", file=sys.stderr)
     start = time.perf_counter()

@@ -68,7 +68,7 @@ from m_invariance_common import (  # noqa: E402
     save_figure,
     series_table,
 )
-from output_paths import free_path, free_paths, redraw_path  # noqa: E402
+from output_paths import resolve_outputs  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -118,14 +118,11 @@ def main() -> None:
     args = parser.parse_args()
     default_csv = HERE / "m_invariance_fig6b.csv"
     default_figure = HERE / "figures" / "m_invariance_fig6b.png"
-    if args.plot_only:
-        csv_path = args.csv or default_csv  # read, not written
-        # the committed CSV alone redraws its cited figure; anything else gets a new file
-        figure = (args.figure or free_path(default_figure)) if args.also else redraw_path(
-            args.figure, default_figure, data=csv_path, committed=default_csv)
-    else:
-        free_csv, free_figure = free_paths(default_csv, default_figure)
-        csv_path, figure = args.csv or free_csv, args.figure or free_figure
+    source, written, figure = resolve_outputs(args.csv, args.figure, default_csv,
+                                              default_figure, plot_only=args.plot_only,
+                                              also=bool(args.also))
+    csv_path = written or source  # a redraw reads, a run writes
+    if written is not None:
         print(f"writing {csv_path}", file=sys.stderr)
     print(f"figure: {figure}", file=sys.stderr)
     start = time.perf_counter()

@@ -59,3 +59,22 @@ def redraw_path(given: Path | None, default: Path, *, data: Path, committed: Pat
     if given is not None:
         return given
     return default if data.resolve() == committed.resolve() else free_path(default)
+
+
+def resolve_outputs(csv: Path | None, figure: Path | None, default_csv: Path,
+                    default_figure: Path, *, plot_only: bool, also: bool = False
+                    ) -> tuple[Path, Path | None, Path]:
+    """A script's CSV to read, CSV to write (None for a redraw) and figure to write.
+
+    A run writes ``csv`` (or the first free name beside ``default_csv``) and the figure
+    with the same number; it reads kept rows from ``csv`` or the committed ``default_csv``.
+    A redraw (``plot_only``) reads the same and writes no CSV; its figure replaces the
+    cited one only when it draws the committed CSV as it is (:func:`redraw_path`), while a
+    different plot (``also``) goes to a free name."""
+    source = csv or default_csv
+    if plot_only:
+        drawn = (figure or free_path(default_figure)) if also else redraw_path(
+            figure, default_figure, data=source, committed=default_csv)
+        return source, None, drawn
+    free_csv, free_figure = free_paths(default_csv, default_figure)
+    return source, csv or free_csv, figure or free_figure

@@ -136,3 +136,20 @@ def test_fig6b_rerun_and_redraws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                "figures/m_invariance_fig6b.png",
                                "figures/m_invariance_fig6b_2.png",
                                "figures/m_invariance_fig6b_3.png"}
+
+
+def test_resolve_outputs_reads_the_committed_csv_and_writes_beside_it(tmp_path: Path) -> None:
+    committed, cited = tmp_path / "x.csv", tmp_path / "x.png"
+    committed.write_text("a\n1\n")
+    cited.write_bytes(b"png")
+    run = output_paths.resolve_outputs(None, None, committed, cited, plot_only=False)
+    assert run == (committed, tmp_path / "x_2.csv", tmp_path / "x_2.png")
+    redraw = output_paths.resolve_outputs(None, None, committed, cited, plot_only=True)
+    assert redraw == (committed, None, cited)  # the committed data redraws its figure
+    other = output_paths.resolve_outputs(tmp_path / "x_2.csv", None, committed, cited,
+                                         plot_only=True)
+    assert other == (tmp_path / "x_2.csv", None, tmp_path / "x_2.png")
+    also = output_paths.resolve_outputs(None, None, committed, cited, plot_only=True,
+                                        also=True)
+    assert also[2] == tmp_path / "x_2.png"  # a different plot never replaces the cited one
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.csv", "x.png"]
