@@ -109,16 +109,20 @@ def lp_with_cuts(master, hits: list[np.ndarray]) -> float:  # type: ignore[no-un
 @given(seed=st.integers(0, 10**6), m=st.integers(2, 3))
 def test_cuts_added_before_and_after_their_columns_give_the_lp_with_the_cuts(
         seed: int, m: int) -> None:
-    """Cuts on random sets of columns, the first added while most columns are missing:
+    """Cuts on random sets of columns (each holding at most one of the start's), the first
+    added while most columns are missing:
     columns entering later must join the cuts that hold them. The LP value then equals the
     LP built at once with the cuts, and the Lagrangian bound (with the cut duals) stays
     below it."""
     columns, start = all_columns(seed, m)
     master = columns.master(np.full(len(columns.problem.values), np.inf))
     rng = np.random.default_rng(seed)
-    n = len(master.cost)
-    hits = [np.sort(rng.choice(n, size=min(n, int(rng.integers(2, 8))), replace=False))
-            for _ in range(3)]
+    # each cut holds at most one of the start's columns, so the start stays a solution and
+    # every LP below is feasible (a random cut could cut off every solution)
+    others = np.setdiff1d(np.arange(len(master.cost)), start)
+    hits = [np.sort(np.concatenate([
+        rng.choice(others, size=min(len(others), int(rng.integers(1, 7))), replace=False),
+        rng.choice(start, size=int(rng.integers(0, 2)), replace=False)])) for _ in range(3)]
     lp = IncrementalMaster(master, start)
     lp.add_cut(hits[0])
     first = lp.relax(master, 10.0, add=np.zeros(0, np.int64))
