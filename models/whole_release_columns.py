@@ -349,7 +349,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
         master = columns.master(radius)
     rc = reduced_costs(master.members, master.cost, master.a_coef, duals.y, duals.y_a)
     keep = np.union1d(np.flatnonzero(rc <= gap), best).astype(np.int64)
-    cuts: tuple[tuple[int, int, int], ...] = ()
+    cuts: tuple[np.ndarray, ...] = ()  # each subset-row cut's columns
     tightened = None
     if min(limit, CUT_POOL_ABOVE) < len(keep) <= fix_limit:
         # the LP over them alone, with subset-row cuts, fixes again, and the cuts speed
@@ -359,7 +359,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                                      left(), max(CUT_SHARE * left(), CUT_SECONDS)))
         if tightened is not None:
             bound = max(bound, min(best_cost, tightened.bound))
-            keep, cuts = tightened.keep, tightened.cuts
+            keep, cuts = tightened.keep, tightened.cut_columns
             note += (f"; LP of the fixed columns with {len(cuts)} subset-row cuts: "
                      f"{tightened.bound:.6g}")
             if best_cost <= bound + tolerance:

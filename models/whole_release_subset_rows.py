@@ -57,14 +57,16 @@ ENTERING, START_PER_ROW = 4_000, 25
 class SubsetRowBound:
     """``bound``: ``D'`` of the module docstring, a lower bound on every solution over the
     pool of cost ``<= UB``; ``keep``: the pool columns (global ids) of reduced cost
-    ``<= UB - D'`` plus the incumbent's; ``cuts``: the triples of rows cut; ``rounds``:
-    LP solves; ``converged``: the LP priced every pool column out."""
+    ``<= UB - D'`` plus the incumbent's; ``cuts``: the triples of rows cut, and
+    ``cut_columns`` each one's pool columns (global ids, sorted) holding two of its rows;
+    ``rounds``: LP solves; ``converged``: the LP priced every pool column out."""
 
     bound: float
     keep: np.ndarray
     cuts: tuple[tuple[int, int, int], ...]
     rounds: int
     converged: bool
+    cut_columns: tuple[np.ndarray, ...] = ()
 
 
 class _PoolIndex:
@@ -218,4 +220,5 @@ def tighten_pool(master: Master, pool: np.ndarray, incumbent: np.ndarray, upper:
         return None
     gap = upper - best_bound + 1e-9 * max(1.0, abs(upper))
     keep = np.union1d(pool[best_rc <= gap], incumbent).astype(np.int64)
-    return SubsetRowBound(best_bound, keep, tuple(cuts), rounds, converged)
+    return SubsetRowBound(best_bound, keep, tuple(cuts), rounds, converged,
+                          tuple(pool[hit] for hit in lp.hits))

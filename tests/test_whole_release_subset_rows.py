@@ -101,6 +101,8 @@ def test_one_cut_closes_the_odd_cycle() -> None:
                           deadline=time.perf_counter() + 10)
     assert result is not None and result.converged
     assert result.cuts == ((0, 1, 2),)
+    # the cut's columns, handed to SCIP: the three pairs, none of the singletons
+    assert [c.tolist() for c in result.cut_columns] == [[0, 1, 2]]
     assert result.bound == pytest.approx(2.5)
     # every column has reduced cost <= 4.5 - 2.5 here: nothing is fixed out wrongly
     assert optimum(columns, cost, 3, np.ones(3, bool), set(result.keep.tolist())) == 2.5
@@ -171,7 +173,8 @@ def test_proving_settings_are_accepted_and_fall_back_when_rejected() -> None:
     master = master_of(columns, [1.0, 1.0, 1.0, 1.5, 1.5, 1.5], 3, np.ones(3, bool))
     with mock.patch.object(restricted, "PROVING_PARAMETERS", "heuristics/none/freq = -1\n"):
         status, chosen, value, _ = restricted.solve_restricted(
-            master, np.arange(6), [3, 4, 5], 10.0, 0, cuts=[(0, 1, 2)], proving=True)
+            master, np.arange(6), [3, 4, 5], 10.0, 0, cuts=[np.array([0, 1, 2])],
+            proving=True)  # the columns holding two rows of the triple (0, 1, 2)
     assert status == "OPTIMAL" and value == pytest.approx(2.5) and len(chosen) == 2
 
 
