@@ -272,7 +272,7 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
                                   weights_until - started < PRICED_BELOW_SECONDS)
     searched = may_search and not priced  # else the networks need not be kept
     price = _incumbent_price(problem, groups, numeric, chains, uniform) if priced else 0.0
-    parts: dict[tuple[int, int], tuple[float, np.ndarray, int]] = {}
+    parts: dict[tuple[int, int], tuple[float, np.ndarray]] = {}
     kept: dict[tuple[int, int], PairNetwork] = {}
     stored = 0
     complete = True
@@ -290,7 +290,7 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
         stored += network.d.size
         if searched and stored <= STORED_LENGTHS:  # kept for the weights' rounds
             kept[(u, v)] = network
-    per_pair = {pair: value for pair, (value, _, _) in parts.items()}
+    per_pair = {pair: value for pair, (value, _) in parts.items()}
     rounds = 0
     if searched and complete and len(kept) == len(sides) and sides:
         kinds = [LINE] * len(numeric) + [

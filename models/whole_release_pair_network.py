@@ -100,11 +100,10 @@ class PairNetwork:
     fake_arcs: np.ndarray
 
     def solve(self, weights: np.ndarray, fake_price: float = 0.0
-              ) -> tuple[float, np.ndarray, int] | None:
+              ) -> tuple[float, np.ndarray] | None:
         """Least cost under ``weights`` (per bucket, per QI), each pairing with a
-        counterfeit charged ``fake_price`` (rounded down); its supergradient ``Σ``
-        flow·``d`` per bucket and QI; and its pairings with counterfeits (the supergradient
-        in ``fake_price``). None when no pairing exists."""
+        counterfeit charged ``fake_price`` (rounded down), and its supergradient ``Σ``
+        flow·``d`` per bucket and QI. None when no pairing exists."""
         units = np.zeros(len(self.tails), dtype=np.int64)
         if len(self.priced):
             per_arc = np.einsum("aq,aq->a", self.d, (weights * SCALE)[self.bucket])
@@ -122,8 +121,7 @@ class PairNetwork:
             carrying = np.flatnonzero(used)  # about one arc per old row of the lesser side
             np.add.at(gradient, self.bucket[carrying],
                       used[carrying, None] * self.d[carrying])
-        fakes = int(np.asarray(flow.flows(self.fake_arcs)).sum())
-        return flow.optimal_cost() / SCALE, gradient, fakes
+        return flow.optimal_cost() / SCALE, gradient
 
 
 def build_network(sides: list[Side], new_u: Nodes, new_v: Nodes, fakes_u: int, fakes_v: int,

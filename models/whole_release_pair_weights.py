@@ -94,16 +94,16 @@ class WeightSearch:
 
 
 def improve_weights(networks: dict[Pair, PairNetwork], signatures: list[list[int]],
-                    kinds: list[int], start_parts: dict[Pair, tuple[float, np.ndarray, int]],
+                    kinds: list[int], start_parts: dict[Pair, tuple[float, np.ndarray]],
                     *, deadline: float, max_rounds: int = MAX_ROUNDS) -> WeightSearch:
     """Kelley's cutting planes over the weights (module docstring), from the start whose
-    networks' values, supergradients (per unit of ``W``) and pairings with counterfeits
-    are ``start_parts`` (found without a price on those pairings).
+    networks' values and supergradients (per unit of ``W``) are ``start_parts`` (found
+    without a price on the pairings with counterfeits).
     ``signatures``: each bucket's sorted values (empty for a bucket without old rows);
     ``kinds``: each QI's pattern kind. A round that does not finish before ``deadline``
     (``time.perf_counter()`` seconds) is not counted."""
-    best = sum(value for value, _, _ in start_parts.values())
-    best_parts = {pair: value for pair, (value, _, _) in start_parts.items()}
+    best = sum(value for value, _ in start_parts.values())
+    best_parts = {pair: value for pair, (value, _) in start_parts.items()}
     members: dict[Pair, list[int]] = {pair: [] for pair in networks}
     for b, sigma in enumerate(signatures):
         for pair in itertools.combinations(sigma, 2):
@@ -111,14 +111,14 @@ def improve_weights(networks: dict[Pair, PairNetwork], signatures: list[list[int
                 members[pair].append(b)
     sizes = np.array([max(len(sigma), 1) for sigma in signatures], dtype=np.float64)
     master = _CutMaster(members, signatures, kinds)
-    for pair, (_, gradient, _) in start_parts.items():
+    for pair, (_, gradient) in start_parts.items():
         master.add_cut(pair, gradient * sizes[:, None])  # per unit of λ: W = s_b·λ
     rounds, ceiling = 0, math.inf
     while rounds < max_rounds and time.perf_counter() < deadline:
         proposal, ceiling = master.propose()
         if proposal is None or ceiling - best <= STOP_SHARE * max(best, 1e-12):
             break
-        parts: dict[Pair, tuple[float, np.ndarray, int]] = {}
+        parts: dict[Pair, tuple[float, np.ndarray]] = {}
         for pair, network in networks.items():
             if time.perf_counter() > deadline:
                 break
@@ -129,11 +129,11 @@ def improve_weights(networks: dict[Pair, PairNetwork], signatures: list[list[int
         if len(parts) < len(networks):
             break
         rounds += 1
-        for pair, (_, gradient, _) in parts.items():
+        for pair, (_, gradient) in parts.items():
             master.add_cut(pair, gradient * sizes[:, None])
-        total = sum(value for value, _, _ in parts.values())
+        total = sum(value for value, _ in parts.values())
         if total > best:
-            best, best_parts = total, {pair: value for pair, (value, _, _) in parts.items()}
+            best, best_parts = total, {pair: value for pair, (value, _) in parts.items()}
     return WeightSearch(best, best_parts, rounds, ceiling)
 
 
