@@ -209,7 +209,8 @@ def tighten_pool(master: Master, pool: np.ndarray, incumbent: np.ndarray, upper:
             break
         violated = separate_subset_rows(members[loaded], relaxed.x[loaded], rows,
                                         deadline=deadline)
-        fresh = [s for s, _ in violated if s not in set(cuts)]
+        known = set(cuts)
+        fresh = [s for s, _ in violated if s not in known]
         if not fresh:
             break
         for triple in fresh[:MAX_CUTS - len(cuts)]:
