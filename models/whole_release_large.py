@@ -38,10 +38,21 @@ __all__ = ["solve_by_neighbourhoods"]
 #: releases): (a) comes first, so signatures are kept (benchmarks/RESULTS.md).
 KEEP_SIGNATURES = True
 #: Share of a large release's search budget given to slot trades
-#: (:mod:`republish.models.whole_release_slots`; they stop early at a local optimum), the
-#: rest to the neighbourhoods. Measured on 20,000 Adult rows, 10 s, release 1: slot trades
-#: alone -12.0 % (m = 3), -9.2 % (m = 7); half the budget each -11.0 %, -7.4 %.
-SLOT_SHARE = 1.0
+#: (:mod:`republish.models.whole_release_slots`; they stop early at a local optimum) before
+#: the buckets are rebuilt (:mod:`republish.models.whole_release_rebuild`) and traded
+#: again, the rest to the neighbourhoods. A first release has no bucket to rebuild: its
+#: trades take the whole search (20,000 Adult rows, 10 s, release 1: slot trades alone
+#: -12.0 % (m = 3), -9.2 % (m = 7); half the budget each, with the neighbourhoods, -11.0 %,
+#: -7.4 %). Later releases rebuild their buckets early, and the trades go on from the
+#: rebuilt ones: release 4 of the m = 3 chain at 60 s cost 13,373 with the trades alone,
+#: 13,246 / 13,215 / 13,186 / 13,161 / 13,246 with the rebuild after 0.5 / 0.3 / 0.15 /
+#: 0.05 / 0 of the search (benchmarks/RESULTS.md, session 14). The rebuild takes about
+#: REBUILD_SECONDS_PER_ROW per old row (4.96 s for the 18,000 of that release); it runs
+#: early only where the search has REBUILD_ROOM times that, so that the trades get most of
+#: the search after it: with the 10 s budget (about 5 s of search) the early rebuild left
+#: the trades nothing on the largest buckets, and (b) rose 9 % (m = 3, release 2).
+SLOT_SHARE_FIRST, SLOT_SHARE = 1.0, 0.15
+REBUILD_SECONDS_PER_ROW, REBUILD_ROOM = 2.8e-4, 4.0
 #: Shares of a large release's budget its (b) bound may take before the search starts,
 #: counted from when the bound starts: the pair bound's uniform weights up to
 #: UNIFORM_SHARE, its weights' search up to BOUND_SHARE. 20,000 Adult rows at 10 s need
@@ -86,11 +97,12 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     # buckets the trades below improve far more: they trade within signatures)
     search_end = deadline - NEW_GROUPS_SHARE * (deadline - now) if \
         _regroups_new_groups(problem, a_star) else deadline
-    slots = trade_slots(problem, incumbent.groups,
-                        deadline=now + SLOT_SHARE * (search_end - now), seed=seed,
-                        extent=measure)
-    # the trades stop in a local optimum: the time left restarts the buckets from a fresh
-    # construction, kept where it beats the traded grouping, and trades again
+    share = _trade_share(problem, search_end - now)
+    slots = trade_slots(problem, incumbent.groups, deadline=now + share * (search_end - now),
+                        seed=seed, extent=measure)
+    # the trades stop in a local optimum (or, where there is room, at SLOT_SHARE): the
+    # buckets restart from a fresh construction, kept where it beats the traded grouping,
+    # and the trades go on from there
     rebuilt = rebuild_buckets(problem, slots.groups, extent=measure, deadline=search_end)
     if rebuilt.rebuilt:
         again = trade_slots(problem, rebuilt.groups, deadline=search_end, seed=seed + 1,
@@ -140,3 +152,13 @@ def _regroups_new_groups(problem: WholeReleaseProblem, a_star: Fraction | None) 
         return False
     slack = 1.0 - problem.m * int(np.bincount(values).max()) / len(values)
     return slack >= NEW_GROUPS_MIN_SLACK
+
+
+def _trade_share(problem: WholeReleaseProblem, search_seconds: float) -> float:
+    """The share of the search the first slot trades take before the buckets are rebuilt:
+    SLOT_SHARE where the release has old rows and the search has REBUILD_ROOM times the
+    rebuild's expected time, else SLOT_SHARE_FIRST (the rebuild then runs only if the
+    trades stall)."""
+    old_rows = int((problem.bucket >= 0).sum())
+    room = REBUILD_ROOM * REBUILD_SECONDS_PER_ROW * old_rows
+    return SLOT_SHARE if old_rows and search_seconds >= room else SLOT_SHARE_FIRST

@@ -17,13 +17,14 @@ value (they may move between its groups), so (a) and the next release's buckets 
 unchanged, as with the slot trades of :mod:`republish.models.whole_release_slots`. The
 slot trades re-assign one value within windows of nearby groups and stop in a local
 optimum of the grouping they start from; the rebuild starts elsewhere, and
-:func:`republish.models.whole_release.solve_whole_release` runs it on large releases once
-the trades stall, then trades again. Measured on 20,000 Adult rows (m = 3, release 2,
+:func:`republish.models.whole_release_large.solve_by_neighbourhoods` runs it on large
+releases once the trades stall, or early where the search has room for it (SLOT_SHARE),
+then trades again. Measured on 20,000 Adult rows (m = 3, release 2,
 recorded in ``benchmarks/RESULTS.md``): after 10 s of the model,
 the rebuild (11 s) lowered (b) from 15,963 to 15,390 (6 of 14 buckets rebuilt; the bucket
 of 2,400 old rows 829.5 -> 769.2), trades then to 15,238. Within a 10 s or 60 s budget the
-trades had not stalled on these releases, so the rebuild did not run there. A
-matheuristic: it proves nothing.
+trades had not stalled on these releases, so the rebuild did not run there until session
+14 gave it room early in the 60 s search. A matheuristic: it proves nothing.
 """
 
 from __future__ import annotations

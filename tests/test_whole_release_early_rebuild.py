@@ -1,0 +1,76 @@
+"""The large-release search rebuilds the buckets early where it has room
+(models/whole_release_large.py, _trade_share): the first slot trades stop at SLOT_SHARE of
+the search, the rebuild follows and the trades go on until the search's end; a first
+release, or a search too short for the rebuild, keeps the trades alone until then."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from test_whole_release_new_groups import across_signatures
+
+import republish.models.whole_release as whole_release
+import republish.models.whole_release_large as whole_release_large
+from republish.models.whole_release import solve_whole_release
+from republish.models.whole_release_problem import WholeReleaseProblem, release_problems
+
+
+def test_trade_share_needs_old_rows_and_room() -> None:
+    problem, _ = across_signatures()
+    old_rows = int((problem.bucket >= 0).sum())
+    assert old_rows > 0
+    room = whole_release_large.REBUILD_ROOM * whole_release_large.REBUILD_SECONDS_PER_ROW * \
+        old_rows
+    assert whole_release_large._trade_share(problem, room) == whole_release_large.SLOT_SHARE
+    assert whole_release_large._trade_share(problem, 0.9 * room) == \
+        whole_release_large.SLOT_SHARE_FIRST
+    first = WholeReleaseProblem(problem.points, problem.values,
+                                np.full(len(problem.values), -1), (), 3, 6)
+    assert whole_release_large._trade_share(first, 1e9) == whole_release_large.SLOT_SHARE_FIRST
+    assert whole_release_large.SLOT_SHARE < whole_release_large.SLOT_SHARE_FIRST == 1.0
+
+
+def shares(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Spies on the search: the share of the time until the rebuild's deadline (the
+    search's end) that the first trades were given."""
+    seen: list[float] = []
+    calls: dict[str, float] = {}
+    trade, rebuild = whole_release_large.trade_slots, whole_release_large.rebuild_buckets
+
+    def spy_trade(*args: Any, deadline: float, **kwargs: Any) -> Any:
+        if "first" not in calls:
+            calls["first"], calls["deadline"] = time.perf_counter(), deadline
+        return trade(*args, deadline=deadline, **kwargs)
+
+    def spy_rebuild(*args: Any, deadline: float, **kwargs: Any) -> Any:
+        seen.append((calls["deadline"] - calls["first"]) / (deadline - calls["first"]))
+        return rebuild(*args, deadline=deadline, **kwargs)
+
+    monkeypatch.setattr(whole_release_large, "trade_slots", spy_trade)
+    monkeypatch.setattr(whole_release_large, "rebuild_buckets", spy_rebuild)
+    monkeypatch.setattr(whole_release, "WHOLE_MODEL_ROWS", 10)
+    return seen
+
+
+def test_the_search_rebuilds_early_with_room(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem, groups = across_signatures()
+    seen = shares(monkeypatch)
+    answer = solve_whole_release(problem, time_limit=2.0, hint=(groups, []))
+    assert release_problems(problem, list(answer.groups), answer.deferred) == []
+    assert len(seen) == 1
+    assert seen[0] == pytest.approx(whole_release_large.SLOT_SHARE, abs=0.05)
+    assert seen[0] < 0.5  # the rebuild comes early, not after the trades
+    assert answer.objective_a == 0
+
+
+def test_without_room_the_trades_take_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem, groups = across_signatures()
+    seen = shares(monkeypatch)
+    monkeypatch.setattr(whole_release_large, "REBUILD_SECONDS_PER_ROW", 1e6)
+    answer = solve_whole_release(problem, time_limit=2.0, hint=(groups, []))
+    assert release_problems(problem, list(answer.groups), answer.deferred) == []
+    assert len(seen) == 1
+    assert seen[0] == pytest.approx(1.0, abs=0.05)
