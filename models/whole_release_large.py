@@ -104,7 +104,7 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     # buckets restart from a fresh construction, kept where it beats the traded grouping,
     # and the trades go on from there
     rebuilt = rebuild_buckets(problem, slots.groups, extent=measure, deadline=search_end)
-    if rebuilt.rebuilt:
+    if rebuilt.rebuilt or share < 1.0:  # trades stopped early go on even if none was rebuilt
         again = trade_slots(problem, rebuilt.groups, deadline=search_end, seed=seed + 1,
                             extent=measure)
         slots = dataclasses.replace(again, solved=slots.solved + again.solved,

@@ -16,6 +16,7 @@ import republish.models.whole_release as whole_release
 import republish.models.whole_release_large as whole_release_large
 from republish.models.whole_release import solve_whole_release
 from republish.models.whole_release_problem import WholeReleaseProblem, release_problems
+from republish.models.whole_release_rebuild import Rebuild
 
 
 def test_trade_share_needs_old_rows_and_room() -> None:
@@ -74,3 +75,25 @@ def test_without_room_the_trades_take_the_search(monkeypatch: pytest.MonkeyPatch
     assert release_problems(problem, list(answer.groups), answer.deferred) == []
     assert len(seen) == 1
     assert seen[0] == pytest.approx(1.0, abs=0.05)
+
+
+def test_the_trades_go_on_when_no_bucket_is_rebuilt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopped at SLOT_SHARE, the trades resume until the search's end even where the
+    rebuild improves no bucket (else the rest of the search went to the neighbourhoods)."""
+    problem, groups = across_signatures()
+    calls: list[float] = []
+    trade = whole_release_large.trade_slots
+
+    def spy_trade(*args: Any, deadline: float, **kwargs: Any) -> Any:
+        calls.append(deadline)
+        return trade(*args, deadline=deadline, **kwargs)
+
+    def no_rebuild(problem: WholeReleaseProblem, groups: Any, **kwargs: Any) -> Any:
+        return Rebuild(tuple(groups), 0, 0, 0.0)
+
+    monkeypatch.setattr(whole_release_large, "trade_slots", spy_trade)
+    monkeypatch.setattr(whole_release_large, "rebuild_buckets", no_rebuild)
+    monkeypatch.setattr(whole_release, "WHOLE_MODEL_ROWS", 10)
+    answer = solve_whole_release(problem, time_limit=2.0, hint=(groups, []))
+    assert release_problems(problem, list(answer.groups), answer.deferred) == []
+    assert len(calls) == 2 and calls[0] < calls[1]
