@@ -51,8 +51,10 @@ KEEP_SIGNATURES = True
 #: early only where the search has REBUILD_ROOM times that, so that the trades get most of
 #: the search after it: with the 10 s budget (about 5 s of search) the early rebuild left
 #: the trades nothing on the largest buckets, and (b) rose 9 % (m = 3, release 2).
+#: The estimate is linear in the rows, measured at one size (a bucket's assignments grow
+#: faster than its rows), so an early rebuild stops at REBUILD_CAP of the search left.
 SLOT_SHARE_FIRST, SLOT_SHARE = 1.0, 0.15
-REBUILD_SECONDS_PER_ROW, REBUILD_ROOM = 2.8e-4, 4.0
+REBUILD_SECONDS_PER_ROW, REBUILD_ROOM, REBUILD_CAP = 2.8e-4, 4.0, 0.5
 #: Shares of a large release's budget its (b) bound may take before the search starts,
 #: counted from when the bound starts: the pair bound's uniform weights up to
 #: UNIFORM_SHARE, its weights' search up to BOUND_SHARE. 20,000 Adult rows at 10 s need
@@ -103,7 +105,10 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     # the trades stop in a local optimum (or, where there is room, at SLOT_SHARE): the
     # buckets restart from a fresh construction, kept where it beats the traded grouping,
     # and the trades go on from there
-    rebuilt = rebuild_buckets(problem, slots.groups, extent=measure, deadline=search_end)
+    now = time.perf_counter()
+    # an early rebuild leaves the trades at least half of what is left, should it overrun
+    rebuilt = rebuild_buckets(problem, slots.groups, extent=measure, deadline=search_end if
+                              share == 1.0 else now + REBUILD_CAP * (search_end - now))
     if rebuilt.rebuilt or share < 1.0:  # trades stopped early go on even if none was rebuilt
         again = trade_slots(problem, rebuilt.groups, deadline=search_end, seed=seed + 1,
                             extent=measure)

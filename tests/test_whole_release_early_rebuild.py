@@ -34,47 +34,56 @@ def test_trade_share_needs_old_rows_and_room() -> None:
     assert whole_release_large.SLOT_SHARE < whole_release_large.SLOT_SHARE_FIRST == 1.0
 
 
-def shares(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Spies on the search: the share of the time until the rebuild's deadline (the
-    search's end) that the first trades were given."""
-    seen: list[float] = []
-    calls: dict[str, float] = {}
+def spied(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[float]]:
+    """Spies on the search: when each slot trade and rebuild was called, and the deadline
+    it was given."""
+    calls: dict[str, list[float]] = {"trade": [], "rebuild": []}
     trade, rebuild = whole_release_large.trade_slots, whole_release_large.rebuild_buckets
 
     def spy_trade(*args: Any, deadline: float, **kwargs: Any) -> Any:
-        if "first" not in calls:
-            calls["first"], calls["deadline"] = time.perf_counter(), deadline
+        calls["trade"] += [time.perf_counter(), deadline]
         return trade(*args, deadline=deadline, **kwargs)
 
     def spy_rebuild(*args: Any, deadline: float, **kwargs: Any) -> Any:
-        seen.append((calls["deadline"] - calls["first"]) / (deadline - calls["first"]))
+        calls["rebuild"] += [time.perf_counter(), deadline]
         return rebuild(*args, deadline=deadline, **kwargs)
 
     monkeypatch.setattr(whole_release_large, "trade_slots", spy_trade)
     monkeypatch.setattr(whole_release_large, "rebuild_buckets", spy_rebuild)
     monkeypatch.setattr(whole_release, "WHOLE_MODEL_ROWS", 10)
-    return seen
+    return calls
+
+
+def shares(calls: dict[str, list[float]]) -> tuple[float, float]:
+    """The share of the search the first trades were given, and the share of the search
+    left the rebuild was given (the search ends at the last trades' deadline)."""
+    started, first, end = calls["trade"][0], calls["trade"][1], calls["trade"][-1]
+    rebuild_at, rebuild_until = calls["rebuild"]
+    return (first - started) / (end - started), (rebuild_until - rebuild_at) / (end - rebuild_at)
 
 
 def test_the_search_rebuilds_early_with_room(monkeypatch: pytest.MonkeyPatch) -> None:
     problem, groups = across_signatures()
-    seen = shares(monkeypatch)
+    calls = spied(monkeypatch)
     answer = solve_whole_release(problem, time_limit=2.0, hint=(groups, []))
     assert release_problems(problem, list(answer.groups), answer.deferred) == []
-    assert len(seen) == 1
-    assert seen[0] == pytest.approx(whole_release_large.SLOT_SHARE, abs=0.05)
-    assert seen[0] < 0.5  # the rebuild comes early, not after the trades
+    assert len(calls["trade"]) == 4 and len(calls["rebuild"]) == 2  # trades, rebuild, trades
+    trades, rebuild = shares(calls)
+    assert trades == pytest.approx(whole_release_large.SLOT_SHARE, abs=0.05)
+    assert trades < 0.5  # the rebuild comes early, not after the trades
+    assert rebuild == pytest.approx(whole_release_large.REBUILD_CAP, abs=0.05)
     assert answer.objective_a == 0
 
 
 def test_without_room_the_trades_take_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
     problem, groups = across_signatures()
-    seen = shares(monkeypatch)
+    calls = spied(monkeypatch)
     monkeypatch.setattr(whole_release_large, "REBUILD_SECONDS_PER_ROW", 1e6)
     answer = solve_whole_release(problem, time_limit=2.0, hint=(groups, []))
     assert release_problems(problem, list(answer.groups), answer.deferred) == []
-    assert len(seen) == 1
-    assert seen[0] == pytest.approx(1.0, abs=0.05)
+    trades, rebuild = shares(calls)
+    assert trades == pytest.approx(1.0, abs=0.05)
+    assert rebuild == pytest.approx(1.0, abs=0.05)  # after stalled trades: until the end
 
 
 def test_the_trades_go_on_when_no_bucket_is_rebuilt(monkeypatch: pytest.MonkeyPatch) -> None:
