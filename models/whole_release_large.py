@@ -100,6 +100,7 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     search_end = deadline - NEW_GROUPS_SHARE * (deadline - now) if \
         _regroups_new_groups(problem, a_star) else deadline
     share = _trade_share(problem, search_end - now)
+    early = share < SLOT_SHARE_FIRST
     slots = trade_slots(problem, incumbent.groups, deadline=now + share * (search_end - now),
                         seed=seed, extent=measure)
     # the trades stop in a local optimum (or, where there is room, at SLOT_SHARE): the
@@ -107,9 +108,9 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     # and the trades go on from there
     now = time.perf_counter()
     # an early rebuild leaves the trades at least half of what is left, should it overrun
-    rebuilt = rebuild_buckets(problem, slots.groups, extent=measure, deadline=search_end if
-                              share == 1.0 else now + REBUILD_CAP * (search_end - now))
-    if rebuilt.rebuilt or share < 1.0:  # trades stopped early go on even if none was rebuilt
+    rebuilt = rebuild_buckets(problem, slots.groups, extent=measure, deadline=now + REBUILD_CAP
+                              * (search_end - now) if early else search_end)
+    if rebuilt.rebuilt or early:  # trades stopped early go on even if none was rebuilt
         again = trade_slots(problem, rebuilt.groups, deadline=search_end, seed=seed + 1,
                             extent=measure)
         slots = dataclasses.replace(again, solved=slots.solved + again.solved,
