@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -24,6 +25,7 @@ from republish.models.whole_release_polish import regroup_new_groups
 from republish.models.whole_release_problem import (
     WholeReleaseProblem,
     WholeReleaseSolution,
+    group_signature,
     release_problems,
 )
 from republish.models.whole_release_rebuild import rebuild_buckets
@@ -40,11 +42,12 @@ KEEP_SIGNATURES = True
 #: Share of a large release's search budget given to slot trades
 #: (:mod:`republish.models.whole_release_slots`; they stop early at a local optimum) before
 #: the buckets are rebuilt (:mod:`republish.models.whole_release_rebuild`) and traded
-#: again, the rest to the neighbourhoods. A first release has no bucket to rebuild: its
-#: trades take the whole search (20,000 Adult rows, 10 s, release 1: slot trades alone
-#: -12.0 % (m = 3), -9.2 % (m = 7); half the budget each, with the neighbourhoods, -11.0 %,
-#: -7.4 %). Later releases rebuild their buckets early, and the trades go on from the
-#: rebuilt ones: release 4 of the m = 3 chain at 60 s cost 13,373 with the trades alone,
+#: again, the rest to the neighbourhoods (20,000 Adult rows, 10 s, release 1: slot trades
+#: alone -12.0 % (m = 3), -9.2 % (m = 7); half the budget each, with the neighbourhoods,
+#: -11.0 %, -7.4 %). The buckets are rebuilt early, and the trades go on from the rebuilt
+#: ones (a first release's buckets are its groups of one signature; its release 1 at m = 3,
+#: 60 s: 15,190 with the trades alone, 15,059 rebuilt after 0.15, in 9.4 s). Release 4 of
+#: the m = 3 chain at 60 s cost 13,373 with the trades alone,
 #: 13,246 / 13,215 / 13,186 / 13,161 / 13,246 with the rebuild after 0.5 / 0.3 / 0.15 /
 #: 0.05 / 0 of the search (benchmarks/RESULTS.md, session 14). The rebuild takes about
 #: REBUILD_SECONDS_PER_ROW per old row (4.96 s for the 18,000 of that release); it runs
@@ -53,7 +56,7 @@ KEEP_SIGNATURES = True
 #: the trades nothing on the largest buckets, and (b) rose 9 % (m = 3, release 2).
 #: The estimate is linear in the rows, measured at one size (a bucket's assignments grow
 #: faster than its rows), so an early rebuild stops at REBUILD_CAP of the search left.
-SLOT_SHARE_FIRST, SLOT_SHARE = 1.0, 0.15
+SLOT_SHARE = 0.15
 REBUILD_SECONDS_PER_ROW, REBUILD_ROOM, REBUILD_CAP = 2.8e-4, 4.0, 0.5
 #: Shares of a large release's budget its (b) bound may take before the search starts,
 #: counted from when the bound starts: the pair bound's uniform weights up to
@@ -100,7 +103,7 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     search_end = deadline - NEW_GROUPS_SHARE * (deadline - now) if \
         _regroups_new_groups(problem, a_star) else deadline
     share = _trade_share(problem, search_end - now)
-    early = share < SLOT_SHARE_FIRST
+    early = share < 1.0
     slots = trade_slots(problem, incumbent.groups, deadline=now + share * (search_end - now),
                         seed=seed, extent=measure)
     # the trades stop in a local optimum (or, where there is room, at SLOT_SHARE): the
@@ -108,7 +111,9 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     # and the trades go on from there
     now = time.perf_counter()
     # an early rebuild leaves the trades at least half of what is left, should it overrun
-    rebuilt = rebuild_buckets(problem, slots.groups, extent=measure, deadline=now + REBUILD_CAP
+    buckets = problem if (problem.bucket >= 0).any() else \
+        _signature_buckets(problem, slots.groups)
+    rebuilt = rebuild_buckets(buckets, slots.groups, extent=measure, deadline=now + REBUILD_CAP
                               * (search_end - now) if early else search_end)
     if rebuilt.rebuilt or early:  # trades stopped early go on even if none was rebuilt
         again = trade_slots(problem, rebuilt.groups, deadline=search_end, seed=seed + 1,
@@ -162,9 +167,27 @@ def _regroups_new_groups(problem: WholeReleaseProblem, a_star: Fraction | None) 
 
 def _trade_share(problem: WholeReleaseProblem, search_seconds: float) -> float:
     """The share of the search the first slot trades take before the buckets are rebuilt:
-    SLOT_SHARE where the release has old rows and the search has REBUILD_ROOM times the
-    rebuild's expected time, else SLOT_SHARE_FIRST (the rebuild then runs only if the
-    trades stall)."""
+    SLOT_SHARE where the search has REBUILD_ROOM times the rebuild's expected time (a first
+    release's rows all count: its groups of one signature are rebuilt as buckets), else 1
+    (the rebuild then runs only if the trades stall)."""
     old_rows = int((problem.bucket >= 0).sum())
-    room = REBUILD_ROOM * REBUILD_SECONDS_PER_ROW * old_rows
-    return SLOT_SHARE if old_rows and search_seconds >= room else SLOT_SHARE_FIRST
+    rows = old_rows if old_rows else len(problem.values)
+    room = REBUILD_ROOM * REBUILD_SECONDS_PER_ROW * rows
+    return SLOT_SHARE if rows and search_seconds >= room else 1.0
+
+
+def _signature_buckets(problem: WholeReleaseProblem,
+                       groups: Sequence[np.ndarray]) -> WholeReleaseProblem:
+    """A first release's groups of one signature as the buckets of a copy of ``problem``,
+    for :func:`~republish.models.whole_release_rebuild.rebuild_buckets`: it keeps every
+    bucket's rows and gives each group one row per value of the bucket's signature, so
+    every group keeps its signature. Groups with counterfeits stay out (a rebuild could
+    move a counterfeit to another value, and the padding would then change signatures)."""
+    bucket = np.full(len(problem.values), -1, dtype=np.int64)
+    keys: dict[frozenset[int], int] = {}
+    for group in groups:
+        rows = np.asarray(group, dtype=np.int64)
+        sigma = group_signature(problem, rows)
+        if len(rows) == len(sigma):
+            bucket[rows] = keys.setdefault(sigma, len(keys))
+    return dataclasses.replace(problem, bucket=bucket, signatures=tuple(keys))
