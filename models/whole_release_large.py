@@ -110,9 +110,9 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     # buckets restart from a fresh construction, kept where it beats the traded grouping,
     # and the trades go on from there
     now = time.perf_counter()
-    # an early rebuild leaves the trades at least half of what is left, should it overrun
     buckets = problem if (problem.bucket >= 0).any() else \
         _signature_buckets(problem, slots.groups)
+    # an early rebuild leaves the trades at least half of what is left, should it overrun
     rebuilt = rebuild_buckets(buckets, slots.groups, extent=measure, deadline=now + REBUILD_CAP
                               * (search_end - now) if early else search_end)
     if rebuilt.rebuilt or early:  # trades stopped early go on even if none was rebuilt
