@@ -26,6 +26,7 @@ from republish.models.whole_release_problem import (
     WholeReleaseProblem,
     WholeReleaseSolution,
     group_signature,
+    new_group_without_counterfeits,
     release_problems,
 )
 from republish.models.whole_release_rebuild import rebuild_buckets
@@ -187,7 +188,6 @@ def _signature_buckets(problem: WholeReleaseProblem,
     keys: dict[frozenset[int], int] = {}
     for group in groups:
         rows = np.asarray(group, dtype=np.int64)
-        sigma = group_signature(problem, rows)
-        if len(rows) == len(sigma):
-            bucket[rows] = keys.setdefault(sigma, len(keys))
+        if new_group_without_counterfeits(problem, rows):
+            bucket[rows] = keys.setdefault(group_signature(problem, rows), len(keys))
     return dataclasses.replace(problem, bucket=bucket, signatures=tuple(keys))

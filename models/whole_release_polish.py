@@ -19,7 +19,10 @@ import numpy as np
 from republish.models.unique_group_moves import improve_unique_groups
 from republish.models.whole_release_counts import BoxExtent, Extent
 from republish.models.whole_release_extent_tables import TabulatedExtent, tabulated
-from republish.models.whole_release_problem import WholeReleaseProblem
+from republish.models.whole_release_problem import (
+    WholeReleaseProblem,
+    new_group_without_counterfeits,
+)
 
 __all__ = ["regroup_new_groups", "regroup_new_release", "unique_search_seconds"]
 
@@ -97,9 +100,7 @@ def regroup_new_groups(problem: WholeReleaseProblem, groups: list[np.ndarray],
     groups as Assign does, by value counts alone; on release 2 of the 20,000-row Adult
     series at m = 3 its 547 groups of new rows cost 1,675 of 15,652, the free regrouping
     of the same 1,641 rows 388."""
-    is_new = problem.bucket < 0
-    fresh = [k for k, g in enumerate(groups) if len(g) >= problem.m and is_new[g].all()
-             and len(np.unique(problem.values[g])) == len(g)]
+    fresh = [k for k, g in enumerate(groups) if new_group_without_counterfeits(problem, g)]
     table = tabulated(measure)
     if len(fresh) < 2 or not isinstance(table, TabulatedExtent | BoxExtent):
         return None  # not a box sum: the search does not apply

@@ -16,7 +16,7 @@ import numpy as np
 from republish.errors import ParameterError
 
 __all__ = ["WholeReleaseProblem", "WholeReleaseSolution", "as_matrix", "group_signature",
-           "release_problems"]
+           "new_group_without_counterfeits", "release_problems"]
 
 
 def _error(owner: str, name: str, expected: str, got: object) -> ParameterError:
@@ -159,6 +159,13 @@ def group_signature(problem: WholeReleaseProblem, rows: np.ndarray) -> frozenset
     present = set(problem.values[rows].tolist())
     padding = [v for v in problem.padding_order if v not in present]
     return frozenset(present | set(padding[:max(0, problem.m - len(present))]))
+
+
+def new_group_without_counterfeits(problem: WholeReleaseProblem, rows: np.ndarray) -> bool:
+    """Whether a group holds new rows only and no counterfeit: at least ``m`` rows of
+    distinct values, so that its signature is its values."""
+    return len(rows) >= problem.m and bool((problem.bucket[rows] < 0).all()) and \
+        len(np.unique(problem.values[rows])) == len(rows)
 
 
 def release_problems(problem: WholeReleaseProblem, groups: Sequence[np.ndarray],
