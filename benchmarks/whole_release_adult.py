@@ -22,6 +22,8 @@ Usage::
         --m 2 3 4 --time-limit 1 --first-time-limit 60 --mode auto
     python benchmarks/whole_release_adult.py --dataset census --initial 200000 --r 5000 \\
         --releases 3 --m 10 --time-limit 10 60
+    python benchmarks/whole_release_adult.py --initial 20000 --r 2000 --releases 6 \\
+        --m 3 --time-limit 10 --workers 2
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ QIS = ["age", "sex", "education", "native-country"]
 
 def run(initial: int, r: int, releases: int, ms: list[int], limits: list[float], mode: str,
         seed: int, dataset: str = "adult", first_releases: tuple[str, ...] = ("buckets",),
-        first_limit: float | None = None) -> pd.DataFrame:
+        first_limit: float | None = None, workers: int = 1) -> pd.DataFrame:
     if dataset == "census":
         table, schema = synthetic_census(initial + releases * r, seed=seed)
     else:
@@ -65,7 +67,8 @@ def run(initial: int, r: int, releases: int, ms: list[int], limits: list[float],
                     pipeline != "heuristic" else limit
                 step = publish_m_invariant(microdata, schema, m, state, mode=pipeline,  # type: ignore[arg-type]
                                            time_limit=budget, rng=np.random.default_rng(seed),
-                                           first_release=first)
+                                           first_release=first,
+                                           workers=1 if pipeline == "heuristic" else workers)
                 state = step.state
                 summary = step.summary()
                 records.append({
@@ -117,12 +120,16 @@ def main() -> None:
     parser.add_argument("--first-time-limit", type=float, default=None,
                         help="the model pipelines' budget for the first release (default: "
                         "--time-limit): a publisher may spend a minute once, then seconds")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="the model pipelines' cores: from 2 a large release's bound runs "
+                        "in a second process beside its search (run one series at a time)")
     parser.add_argument("--csv", type=Path, default=None,
                         help="where the rows go (default: whole_release_<data>_<initial>.csv, "
                         "or _2, _3, ... when it exists: never overwrites cited results)")
     args = parser.parse_args()
     frame = run(args.initial, args.r, args.releases, args.m, args.time_limit, args.mode,
-                args.seed, args.dataset, tuple(args.first_release), args.first_time_limit)
+                args.seed, args.dataset, tuple(args.first_release), args.first_time_limit,
+                args.workers)
     name = "adult" if args.dataset == "adult" else "census"
     out = results_path(args.csv, HERE / f"whole_release_{name}_{args.initial}.csv")
     frame.to_csv(out, index=False)

@@ -226,8 +226,10 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
 
     ``hint``: a valid release ``(groups, deferred)`` (or a solution); the answer is never
     lexicographically worse. ``workers``/``seed`` go to CP-SAT (count model), the seed to
-    SCIP. ``max_columns`` caps the columns enumerated into the model at once (the
-    pricing tables, arrays of rows and costs, have their own cap, ``TABLE_COLUMNS``).
+    SCIP; at ``workers >= 2`` a release above ``WHOLE_MODEL_ROWS`` rows computes its bound
+    on (b) in a second process beside its search. ``max_columns`` caps the columns
+    enumerated into the model at once (the pricing tables, arrays of rows and costs, have
+    their own cap, ``TABLE_COLUMNS``).
     ``extent``: ``extent(rows) -> float``, >= 0 and monotone under inclusion (default: the
     box extent of ``points``).
     Statuses: ``OPTIMAL`` (proven, up to the LP/MIP solvers' 1e-9 tolerances), ``FEASIBLE``
@@ -275,7 +277,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         plan.value is not None else None
     if len(problem.values) > WHOLE_MODEL_ROWS:
         return solve_by_neighbourhoods(problem, incumbent, candidates, a_star, bound_a, weight,
-                                  measure, started, time_limit, seed)
+                                  measure, started, time_limit, seed, workers)
     fams = families(problem, counts, math.floor(incumbent.a))  # polishing keeps (a)
     # the same numbers as `measure`, hierarchy QIs read from tables (pricing costs columns)
     table = tabulated(measure)

@@ -19,6 +19,7 @@ from republish.models.whole_release_answer import (
     release_objectives,
 )
 from republish.models.whole_release_bound import CYCLE_COVER_ROWS, cycle_cover_bound
+from republish.models.whole_release_bound_process import bound_beside
 from republish.models.whole_release_counts import Extent
 from republish.models.whole_release_pair_bound import lower_bound_b
 from republish.models.whole_release_polish import regroup_new_groups
@@ -83,21 +84,27 @@ NEW_GROUPS_SHARE, NEW_GROUPS_MIN_SLACK = 0.1, 0.3
 def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
                        candidates: list[Candidate], a_star: Fraction | None, bound_a: float,
                        weight: Fraction, measure: Extent, started: float, time_limit: float,
-                       seed: int) -> WholeReleaseSolution:
+                       seed: int, workers: int = 1) -> WholeReleaseSolution:
     """A release too large for the set-partitioning model: the best start improved by
     large-neighbourhood search (:mod:`republish.models.whole_release_neighbourhoods`) for
-    the rest of the budget; (b) keeps the cycle-cover bound where it is cheap."""
+    the rest of the budget; (b) keeps the cycle-cover bound where it is cheap. With
+    ``workers >= 2`` the row and pair bounds run in a second process for the whole budget
+    (:mod:`republish.models.whole_release_bound_process`) and the search gets all of it."""
     from republish.models.whole_release_neighbourhoods import improve_by_neighbourhoods
     bound_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
-    # the row and pair bounds depend on the problem and A* only: before the search takes
-    # the time (the pair bound's transportation problems take ~3 s at 20,000 Adult rows)
+    deadline = started + time_limit * (1 - bound_share)
+    # the row and pair bounds depend on the problem and A* only: beside the search where a
+    # second process may run, else before the search takes the time (the pair bound's
+    # transportation problems take ~3 s at 20,000 Adult rows)
+    pending = bound_beside(problem, measure, incumbent.a, weight, deadline=deadline,
+                           weights_deadline=deadline, groups=incumbent.groups) \
+        if a_star is not None and workers >= 2 and (problem.bucket >= 0).any() else None
     now = time.perf_counter()
     rows_bound = lower_bound_b(problem, measure, incumbent.a, weight,
                                deadline=now + UNIFORM_SHARE * time_limit,
                                weights_deadline=now + BOUND_SHARE * time_limit,
                                groups=incumbent.groups) \
-        if a_star is not None else 0.0
-    deadline = started + time_limit * (1 - bound_share)
+        if a_star is not None and pending is None else 0.0
     now = time.perf_counter()
     # the last share regroups the groups of new rows only (not in a first release, whose
     # buckets the trades below improve far more: they trade within signatures)
@@ -137,6 +144,11 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     a_done = a_star is not None and best.a == a_star
     status_a = "OPTIMAL" if a_done else "FEASIBLE" if best.source == "model" else "HEURISTIC"
     status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
+    if pending is not None:  # waited for a little past the budget, as the grace below
+        beside = pending.collect(started + time_limit + min(1.0, 0.1 * time_limit))
+        rows_bound = beside if beside is not None else lower_bound_b(
+            problem, measure, incumbent.a, weight, deadline=time.perf_counter() + min(
+                1.0, 0.1 * time_limit), groups=incumbent.groups)
     bound_b = rows_bound if a_done else 0.0
     if bound_share and a_done:
         bound_b = max(bound_b, cycle_cover_bound(problem, measure, float(incumbent.a), weight,

@@ -58,8 +58,9 @@ FIRST_RELEASES = ("buckets", "keep-buckets", "compact")
 @dataclass(frozen=True)
 class SolveOptions:
     """``mode``, ``time_limit`` (seconds, one budget per step), ``workers`` (CP-SAT / MIP
-    threads), ``seed`` (the models' random seed; ``None``: drawn from the step's rng) and
-    ``cost``, the generalization objective (b) the models minimize."""
+    threads; from 2, a release step above 2,000 rows computes its bound on (b) in a second
+    process beside its search), ``seed`` (the models' random seed; ``None``: drawn from the
+    step's rng) and ``cost``, the generalization objective (b) the models minimize."""
 
     mode: Mode = "auto"
     time_limit: float = 10.0

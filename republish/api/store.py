@@ -265,6 +265,7 @@ class Store:
         scheduler: str | None = None,
         assign: str = "paper",
         first_release: str = "buckets",
+        workers: int = 1,
     ) -> Release:
         """Compute, verify and record the next release of ``table`` (a DataFrame, or a CSV
         or Parquet path read with the schema's delimiter), as ``republish release`` does.
@@ -283,6 +284,8 @@ class Store:
         (``solver`` auto or exact), for a release without old rows: ``"buckets"`` (start
         from the paper's; a small release is partitioned exactly), ``"keep-buckets"``
         (regroup within the paper's buckets) or ``"compact"`` (locality-first groups).
+        ``workers``: cores the exact models may use (CP-SAT's workers; from 2, a release
+        above 2,000 rows computes its bound on (b) in a second process beside its search).
         """
         warn_share = validate_share(warn_share)
         opened = self._store
@@ -293,7 +296,7 @@ class Store:
         except InputError as exc:
             raise InputError(f"the table does not match the store's schema: {exc}") from exc
         del frame  # the raw table: the validated one holds what the release needs
-        solve = SolveOptions(solver, time_limit, cost=cost,  # type: ignore[arg-type]
+        solve = SolveOptions(solver, time_limit, workers, cost=cost,  # type: ignore[arg-type]
                              scheduler=scheduler, assign=assign,
                              first_release=first_release)
         folder = None if output is None else Path(output)
