@@ -42,6 +42,7 @@ from typer.main import get_command  # noqa: E402
 
 from republish.api import defaults  # noqa: E402
 from republish.cli.app import app  # noqa: E402
+from republish.solver.compare import compare_pipelines  # noqa: E402
 
 
 def _census(n: int = 240, seed: int = 3) -> tuple[pd.DataFrame, republish.Schema]:
@@ -113,6 +114,7 @@ def test_the_api_and_the_cli_share_their_defaults() -> None:
     assert options["cost"] == signature["cost"].default == defaults.COST
     assert options["seed"] is None and signature["seed"].default is None  # fresh entropy
     assert options["warn_share"] == signature["warn_share"].default == defaults.WARN_SHARE
+    assert options["workers"] == signature["workers"].default == 1
     ldiv = {p.name: p.default for p in command.commands["ldiv"].params}  # type: ignore[attr-defined]
     static = inspect.signature(republish.l_diverse).parameters
     for cli_name, api_name in (("method", "method"), ("time_limit", "time_limit"),
@@ -121,6 +123,8 @@ def test_the_api_and_the_cli_share_their_defaults() -> None:
         assert ldiv[cli_name] == static[api_name].default, cli_name
     compare = {p.name: p.default for p in command.commands["compare"].params}  # type: ignore[attr-defined]
     assert compare["time_limit"] == defaults.TIME_LIMIT
+    assert compare["workers"] == inspect.signature(
+        compare_pipelines).parameters["workers"].default == 1
 
 
 def test_the_cli_offers_every_principle() -> None:
@@ -160,6 +164,8 @@ def test_store_errors_name_the_parameter(tmp_path: Path) -> None:
             store.release(census, warn_share=2)
         with pytest.raises(republish.RepublishError, match="time_limit"):
             store.release(census, time_limit=-1)
+        with pytest.raises(republish.RepublishError, match="workers"):
+            store.release(census, workers=0)
         with pytest.raises(republish.RepublishError, match="schema"):
             store.release(census.drop(columns=[schema.sensitive]))
         assert store.last_release == 0

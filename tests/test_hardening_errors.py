@@ -65,6 +65,7 @@ def test_issue_cases_exit_2_with_a_message(tmp_path: Path, store: Path, cli) -> 
         (release_args(store, T2, a_file), "is not a folder"),
         (release_args(store, T2, out, "--seed", "-1"), "--seed"),
         (release_args(store, T2, out, "--time-limit", "nan"), "finite"),
+        (release_args(store, T2, out, "--workers", "0"), "--workers"),
         (("eligibility", "--counts", f"{2**70},1", "--m", "2"), "exceeds"),
         (("eligibility", "--counts", "3,3,3", "--m", str(10**23)), "exceeds 1,000,000"),
     ]

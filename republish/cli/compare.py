@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from republish.api import defaults
-from republish.cli.app import app, check_finite, check_range, console, print_json
+from republish.cli.app import MAX_WORKERS, app, check_finite, check_range, console, print_json
 from republish.cli.store_commands import (
     DEFAULT_ELIGIBILITY,
     MAX_SEED,
@@ -124,6 +124,11 @@ def compare(
                             "policy reaches), started from the better chain; 0 skips it.")
     ] = defaults.TIME_LIMIT,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the series and both pipelines.")] = 0,
+    workers: Annotated[
+        int, typer.Option("--workers", help="Cores the exact pipeline may use: CP-SAT's "
+                          "workers, and from 2 a release above 2,000 rows computes its bound "
+                          "on the generalization cost in a second process beside its search.")
+    ] = 1,
     eligibility: Annotated[
         Eligibility,
         typer.Option("--eligibility", help="What makes leftover new rows m-eligible in both "
@@ -152,6 +157,7 @@ def compare(
 
     check_finite(time_limit, "--time-limit", positive=True, maximum=MAX_TIME_LIMIT)
     check_range(seed, "--seed", 0, MAX_SEED)
+    check_range(workers, "--workers", 1, MAX_WORKERS)
     if offline_time_limit != 0:
         check_finite(offline_time_limit, "--offline-time-limit", positive=True,
                      maximum=MAX_TIME_LIMIT)
@@ -168,7 +174,7 @@ def compare(
 
         frame = compare_pipelines(table, schema, m, series["initial"], series["r"],
                                   series["releases"], time_limit, seed,
-                                  eligibility=eligibility.value, progress=show,
+                                  eligibility=eligibility.value, workers=workers, progress=show,
                                   offline_time_limit=offline_time_limit)
     if output.exists() and not output.is_dir():
         raise InputError(f"-o {output}: exists and is not a folder; give a folder path.")
