@@ -54,7 +54,8 @@ class PendingBound:
         try:
             if self.receiver.poll(max(deadline - time.perf_counter(), 0.0)):
                 answer = self.receiver.recv()
-                value = float(answer) if isinstance(answer, float) else None
+                value = float(answer) if isinstance(answer, int | float) and \
+                    not isinstance(answer, bool) else None
         except (EOFError, OSError):
             value = None
         finally:
