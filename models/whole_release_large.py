@@ -97,14 +97,16 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     from republish.models.whole_release_neighbourhoods import improve_by_neighbourhoods
     bound_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
     deadline = started + time_limit * (1 - bound_share)
+    grace = min(1.0, 0.1 * time_limit)  # what the bounds may take past the budget
+    has_old = bool((problem.bucket >= 0).any())
     # the row and pair bounds depend on the problem and A* only: beside the search where a
-    # second process may run, else before the search takes the time (the pair bound's
-    # transportation problems take ~3 s at 20,000 Adult rows)
-    # the child stops a little early: its last weights' round may overrun the deadline
+    # second process may run (stopped a little early, since its last weights' round may
+    # overrun), else before the search takes the time (the pair bound's transportation
+    # problems take ~3 s at 20,000 Adult rows)
     beside_end = deadline - min(BESIDE_MARGIN * time_limit, 1.0)
     pending = bound_beside(problem, measure, incumbent.a, weight, deadline=beside_end,
                            weights_deadline=beside_end, groups=incumbent.groups) \
-        if a_star is not None and workers >= 2 and (problem.bucket >= 0).any() else None
+        if a_star is not None and workers >= 2 and has_old else None
     now = time.perf_counter()
     rows_bound = lower_bound_b(problem, measure, incumbent.a, weight,
                                deadline=now + UNIFORM_SHARE * time_limit,
@@ -124,8 +126,7 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     # buckets restart from a fresh construction, kept where it beats the traded grouping,
     # and the trades go on from there
     now = time.perf_counter()
-    buckets = problem if (problem.bucket >= 0).any() else \
-        _signature_buckets(problem, slots.groups)
+    buckets = problem if has_old else _signature_buckets(problem, slots.groups)
     # an early rebuild leaves the trades at least half of what is left, should it overrun
     rebuilt = rebuild_buckets(buckets, slots.groups, extent=measure, deadline=now + REBUILD_CAP
                               * (search_end - now) if early else search_end)
@@ -150,11 +151,11 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     a_done = a_star is not None and best.a == a_star
     status_a = "OPTIMAL" if a_done else "FEASIBLE" if best.source == "model" else "HEURISTIC"
     status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
-    if pending is not None:  # waited for a little past the budget, as the grace below
-        beside = pending.collect(started + time_limit + min(1.0, 0.1 * time_limit))
+    if pending is not None:
+        beside = pending.collect(started + time_limit + grace)
         rows_bound = beside if beside is not None else lower_bound_b(
-            problem, measure, incumbent.a, weight, deadline=time.perf_counter() + min(
-                1.0, 0.1 * time_limit), groups=incumbent.groups)
+            problem, measure, incumbent.a, weight, deadline=time.perf_counter() + grace,
+            groups=incumbent.groups)
     bound_b = rows_bound if a_done else 0.0
     if bound_share and a_done:
         bound_b = max(bound_b, cycle_cover_bound(problem, measure, float(incumbent.a), weight,
