@@ -40,7 +40,7 @@ from republish.models.whole_release_restricted import (
     solve_restricted,
 )
 from republish.models.whole_release_subset_rows import tighten_pool
-from republish.models.whole_release_tables import TabledPricing, fix_by_pool
+from republish.models.whole_release_tables import TABLE_CHUNK, TabledPricing, fix_by_pool
 
 
 class Columns:
@@ -65,6 +65,10 @@ class Columns:
         (``q·cf`` without deferrals: the (a) row then leaves out the constant ``-p·N_new``,
         else it is implied by the cover rows and its dual is arbitrary, which inflates
         every new row's price and with it the pricing)."""
+        if len(block) > TABLE_CHUNK:  # a table's million columns: in chunks (TABLE_CHUNK)
+            parts = [self.attributes(block[at:at + TABLE_CHUNK])
+                     for at in range(0, len(block), TABLE_CHUNK)]
+            return np.concatenate([c for c, _ in parts]), np.concatenate([a for _, a in parts])
         problem, counts, p, q = self.problem, self.counts, self.weight.numerator, \
             self.weight.denominator
         # one member slot at a time (-1 reads an appended sentinel): tables of a million
@@ -130,6 +134,11 @@ STALLED_ROUNDS = 3
 CUT_POOL_COLUMNS, CUT_POOL_PER_SECOND, CUT_SHARE, CUT_SECONDS = 2_000_000, 150_000, 0.3, 1.5
 #: Pools of at most this many columns (and at most max_columns) go to SCIP as they are.
 CUT_POOL_ABOVE = 5_000
+#: A pool of at most SMALL_POOL columns goes to SCIP with SMALL_POOL_SECONDS left, past
+#: FIXING_COLUMNS_PER_SECOND: that rate was measured on pools of 37,000-164,000 columns,
+#: while the first releases of 200 Adult rows at m = 2 left 3,800-5,500 columns that SCIP
+#: proved in 0.15-0.2 s, refused with 0.25 s left.
+SMALL_POOL, SMALL_POOL_SECONDS = 6_000, 0.1
 #: Share of the time left that the restricted MIP over the table's columns of least reduced
 #: cost may take (its SCIP run finds the incumbent and sometimes proves it).
 RESTRICTED_SHARE = 0.9
@@ -366,7 +375,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 return _Stage2("OPTIMAL", best, best_cost, bound, note + ", met")
     if len(keep) > limit and tightened is None:
         return _Stage2("FEASIBLE", best, best_cost, bound, note + "; fixing too large")
-    if len(keep) > FIXING_COLUMNS_PER_SECOND * left():
+    if len(keep) > max(FIXING_COLUMNS_PER_SECOND * left(),
+                       SMALL_POOL if left() >= SMALL_POOL_SECONDS else 0):
         return _Stage2("FEASIBLE", best, best_cost, bound,
                        note + f"; fixing left {len(keep)} columns, too many for the time left")
     status, picked, value, found = solve_restricted(master, keep, best, left(), seed, cuts,

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from republish.models import whole_release_columns as columns_module
+from republish.models import whole_release_tables as tables_module
 from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
 from republish.models.whole_release_bound import Relaxation, reduced_costs
 from republish.models.whole_release_columns import Columns
@@ -26,6 +28,7 @@ from republish.models.whole_release_counts import (
 )
 from republish.models.whole_release_master import IncrementalMaster
 from republish.models.whole_release_tables import (
+    TABLE_CHUNK,
     FamilyTable,
     TabledPricing,
     all_columns,
@@ -57,12 +60,18 @@ def random_families(draw: st.DrawFn) -> tuple[Family, np.ndarray]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(random_families(), st.integers(0, 2))
-def test_all_columns_are_every_column_once(drawn: tuple[Family, np.ndarray], extra: int
-                                           ) -> None:
+@given(random_families(), st.integers(0, 2), st.sampled_from([1, 2, 5, TABLE_CHUNK]))
+def test_all_columns_are_every_column_once(drawn: tuple[Family, np.ndarray], extra: int,
+                                           chunk: int) -> None:
+    """Built ``chunk`` candidates at a time (TABLE_CHUNK) or at once, the same columns."""
     family, is_new = drawn
     width = family.hi + extra
-    table = all_columns(family, is_new, width)
+    saved = tables_module.TABLE_CHUNK
+    tables_module.TABLE_CHUNK = chunk
+    try:
+        table = all_columns(family, is_new, width)
+    finally:
+        tables_module.TABLE_CHUNK = saved
     expected = brute_columns(family, is_new)
     rows = [tuple(r[r >= 0].tolist()) for r in table]
     assert len(rows) == len(set(rows)) == len(expected) == count_columns(family, is_new)
@@ -143,6 +152,24 @@ def test_pool_fixing_proves_only_optima(seed: int) -> None:
             assert fixed.value == pytest.approx(optimum.objective_b, abs=1e-7)
     assert proofs >= 1  # the whole table as the pool proves the optimum
     assert quick.objective_b > optimum.objective_b + 1e-7  # so a false proof would show
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64])
+def test_column_attributes_in_chunks_equal_one_pass(chunk: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table's columns costed ``chunk`` at a time (TABLE_CHUNK) get the costs and (a)
+    coefficients of one pass, in the same order."""
+    problem = first_release(3, 16, 3)
+    counts = ReleaseCounts.of(problem)
+    width = 2 * problem.m - 1
+    columns = Columns(problem, counts, BoxExtent(problem.points), Fraction(2, 3), 0, width)
+    block = np.vstack([all_columns(f, counts.is_new, width) for f in families(problem, counts, 0)])
+    assert len(block) > 64
+    cost, a_coef = columns.attributes(block)
+    monkeypatch.setattr(columns_module, "TABLE_CHUNK", chunk)
+    chunked_cost, chunked_a = columns.attributes(block)
+    assert np.array_equal(cost, chunked_cost) and np.array_equal(a_coef, chunked_a)
+    assert len(np.unique(cost)) > 1  # so a shuffled order would show
 
 
 def test_first_release_from_tables_matches_enumeration() -> None:

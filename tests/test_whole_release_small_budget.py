@@ -1,0 +1,108 @@
+"""The time rules of small releases whose columns are all tabled (models/whole_release.py,
+models/whole_release_columns.py): stage 2 keeps the whole budget, the cycle-cover bound is
+left out where stage 2's bound stands, and a small fixed pool goes to SCIP past the
+per-second rule."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from republish.models import whole_release, whole_release_columns
+from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
+from republish.models.whole_release_tables import PoolFixing
+
+
+def first_release(seed: int, n: int, m: int) -> WholeReleaseProblem:
+    rng = np.random.default_rng(seed)
+    domain = m + int(rng.integers(0, 3))
+    values = np.arange(n) % domain
+    return WholeReleaseProblem(rng.random((n, 2)), rng.permutation(values), np.full(n, -1),
+                               (), m, domain)
+
+
+def spy_stage2(monkeypatch: pytest.MonkeyPatch, unproven: bool = False) -> list[float]:
+    """Record stage 2's time limit and when it was called; with ``unproven`` its answer
+    loses its proof (same groups, status FEASIBLE) so the final bounds run."""
+    limits: list[float] = []
+    real = whole_release.stage2
+
+    def stage2(*args: Any, **kwargs: Any) -> Any:
+        limits.extend([args[5], whole_release.time.perf_counter()])
+        result = real(*args, **kwargs)
+        if unproven:
+            result.status = "FEASIBLE"
+        return result
+
+    monkeypatch.setattr(whole_release, "stage2", stage2)
+    return limits
+
+
+def spy_cycle_cover(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = whole_release.cycle_cover_bound
+
+    def cycle_cover(*args: Any, **kwargs: Any) -> float:
+        calls.append(1)
+        return float(real(*args, **kwargs))
+
+    monkeypatch.setattr(whole_release, "cycle_cover_bound", cycle_cover)
+    return calls
+
+
+@pytest.mark.parametrize("tabled", [True, False])
+def test_stage2_keeps_the_bounds_reserve_only_without_a_full_table(
+        tabled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = first_release(5, 24, 2)
+    if not tabled:
+        monkeypatch.setattr(whole_release, "TABLE_COLUMNS", 0)
+    limits = spy_stage2(monkeypatch)
+    started = whole_release.time.perf_counter()
+    solution = solve_whole_release(problem, time_limit=4.0)
+    assert solution.status_b == "OPTIMAL"
+    assert ("every column tabled" in solution.detail) == tabled
+    reserve = min(whole_release.BOUNDS_RESERVE * 4.0, whole_release.BOUNDS_RESERVE_SECONDS)
+    assert reserve == pytest.approx(0.2)
+    # stage 2's limit is the budget left when it is called, net of the reserve only
+    # without the table (the call's own start is a little after `started`)
+    limit, called = limits
+    left = 4.0 - (called - started)
+    expected = left - (0.0 if tabled else reserve)
+    assert expected - 1e-9 <= limit <= expected + 0.05
+
+
+@pytest.mark.parametrize("tabled", [True, False])
+def test_cycle_cover_bound_left_out_where_every_column_priced_the_bound(
+        tabled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unproven answer (stage 2's proof removed) gets the cycle-cover bound only when
+    some column was not in the table; its bound is stage 2's either way (at least)."""
+    problem = first_release(5, 24, 2)
+    if not tabled:
+        monkeypatch.setattr(whole_release, "TABLE_COLUMNS", 0)
+    spy_stage2(monkeypatch, unproven=True)
+    calls = spy_cycle_cover(monkeypatch)
+    solution = solve_whole_release(problem, time_limit=4.0)
+    assert solution.status_b == "FEASIBLE"
+    assert solution.bound_b > 0.0
+    assert solution.bound_b <= solution.objective_b + 1e-9
+    assert len(calls) == (0 if tabled else 1)
+
+
+def test_small_fixed_pool_goes_to_scip_past_the_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a per-second rate that refuses every pool, a pool of at most SMALL_POOL
+    columns is still solved (and proves the release); without SMALL_POOL it is refused.
+    The pool fixing, which would otherwise prove first, finds nothing here."""
+    monkeypatch.setattr(whole_release_columns, "fix_by_pool", lambda *a, **k: PoolFixing(
+        False, None, math.inf, 0))
+    monkeypatch.setattr(whole_release_columns, "FIXING_COLUMNS_PER_SECOND", 1e-9)
+    problem = first_release(2, 40, 2)
+    solution = solve_whole_release(problem, time_limit=5.0)
+    assert "columns left by reduced-cost fixing" in solution.detail
+    assert solution.status_b == "OPTIMAL"
+    monkeypatch.setattr(whole_release_columns, "SMALL_POOL", 0)
+    refused = solve_whole_release(problem, time_limit=5.0)
+    assert "too many for the time left" in refused.detail
+    assert refused.objective_b >= solution.objective_b - 1e-9
