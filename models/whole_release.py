@@ -134,10 +134,11 @@ Hint = tuple[Sequence[Sequence[int] | np.ndarray], Sequence[int] | np.ndarray]
 #: up to CYCLE_COVER_ROWS rows (above it, measured on Adult, it proves 0).
 WHOLE_MODEL_ROWS = 2_000
 #: Share of the budget (at most these seconds) kept from stage 2 for the row, pair and
-#: cycle-cover bounds of an unproven answer (0.1-0.15 s on 200 rows). None where every
-#: column is tabled: stage 2's bound, from exact pricing rounds, was the larger on every
-#: unproven first release of 200 Adult rows at m = 2 (25.45, 38.32, 35.30 against
-#: cycle covers of 22.57, 32.29, 31.18), and stage 2 needs the time to prove.
+#: cycle-cover bounds of an unproven answer (0.1-0.15 s on 200 rows). None where the
+#: table bounds every column (``TabledPricing.bounds_by_subsets``): stage 2's bound, from
+#: its pricing rounds, was the larger on every unproven first release of 200 Adult rows
+#: (m = 2: 25.45, 38.32, 35.30 against cycle covers of 22.57, 32.29, 31.18; m = 3 at 1 s:
+#: 57.8-69.8 against 27.6-31.2), and stage 2 needs the time to prove.
 BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
 #: Releases the model solves: at most this share of the budget polishes the start by slot
 #: trades, which stop after POLISH_PATIENCE assignments without a gain (a release without
@@ -156,9 +157,11 @@ POLISH_PATIENCE = 200
 #: took 2 s per LP), plus each row's nearest columns up to NEAREST_START_ROWS rows.
 PRICED_START_COLUMNS = 20_000
 #: Seconds left at least for pricing a large all-new family by extension: its table takes
-#: 0.3-0.6 s and each exact round 0.3-0.4 s (200 Adult rows, m = 3), so with less the
-#: anchor pricing and the regrouped start do as well.
-EXTENSION_SECONDS = 1.2
+#: 0.3-0.6 s and each exact round 0.3-0.4 s (200 Adult rows, m = 3). The rounds over the
+#: table alone bound the release (``TabledPricing.row_floor``) and take 0.03-0.12 s, so a
+#: 1 s first release at m = 3 gets them: bounds of 57.8-69.8 where the anchor pricing's
+#: start left the row bound, 33.1-40.0.
+EXTENSION_SECONDS = 0.6
 NEAREST_START_ROWS = 3_000
 
 
@@ -348,10 +351,10 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     if len(columns.cost) == 0 and np.isposinf(radius).all():  # no group: all deferred
         stage, scip_bound = "OPTIMAL", 0.0
     elif time_limit - (time.perf_counter() - started) > 0.005:
-        # the final bounds of an unproven answer keep a share of the budget, unless every
-        # column is in the table: then every pricing round bounds, and better than they do
-        reserve = 0.0 if pricer.covers_all else min(BOUNDS_RESERVE * time_limit,
-                                                    BOUNDS_RESERVE_SECONDS)
+        # the final bounds of an unproven answer keep a share of the budget, unless the
+        # table bounds every column: then every pricing round bounds, and better than they
+        reserve = 0.0 if pricer.bounds_by_subsets else min(BOUNDS_RESERVE * time_limit,
+                                                           BOUNDS_RESERVE_SECONDS)
         result = stage2(columns, fams, radius, start, box,
                         max(time_limit - (time.perf_counter() - started) - reserve, 0.005),
                         seed, max_columns, pricing=pricing, pricer=pricer)
@@ -378,7 +381,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
                       cycle_cover_bound(problem, measure, float(incumbent.a), weight,
                                         deadline=grace)
                       if len(problem.values) <= CYCLE_COVER_ROWS and (
-                          not pricer.covers_all or scip_bound <= 0) else 0.0)
+                          not pricer.bounds_by_subsets or scip_bound <= 0) else 0.0)
     if subset is not None:
         detail += (f"; m-row relaxation: {subset.bound:.6g} after {subset.rounds} rounds"
                    f"{' (converged)' if subset.converged else ''}")

@@ -229,6 +229,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             return reduced_costs(block, *columns.attributes(block), relaxed.y, relaxed.y_a)
 
         result = pricer.price(relaxed, 0.0, limit, rc_of=rc_of, deadline=price_end)
+        floor = pricer.last_row_floor  # bounds even where the larger columns wait
         exact = result is not None
         while result is None or not exact:  # too many to price: a larger radius, no bound
             if result is not None:
@@ -271,6 +272,9 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
         if math.isfinite(least) and (fixing is None or relaxed.bound + least > fixing[1]):
             fixing = (relaxed, relaxed.bound + least)
         bound = max(bound, relaxed.bound + least)
+        if floor is not None and (fixing is None or relaxed.bound + floor > fixing[1]):
+            fixing = (relaxed, relaxed.bound + floor)
+            bound = max(bound, relaxed.bound + floor)
         stalled = stalled + 1 if previous - relaxed.bound <= 1e-7 * max(
             1.0, abs(relaxed.bound)) else 0
         converged = math.isfinite(least) and -least <= 1e-6 * max(1.0, abs(bound))

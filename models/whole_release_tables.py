@@ -20,6 +20,19 @@ An all-new family too large for the table keeps its smallest columns in it and p
 the larger ones by extension (:mod:`republish.models.whole_release_extension`; the first
 release at m = 3: 931,000 triples tabled, groups of four and five rows extended). With a
 table, :func:`fix_by_pool` proves an answer from the columns of least reduced cost.
+
+Where the table holds every all-new column of ``m`` rows, a round bounds even before the
+larger columns are priced. A column ``G`` of ``k > m`` new rows costs ``k·ext(G)``; its
+``C(k, m)`` subsets of ``m`` rows, each weighted ``1/C(k-1, m-1)``, cover each of its rows
+once and cost at most ``(k/m)·m·ext(G)``, with the same (a) coefficient in sum, so
+``rc(G) >= Σ_S w·rc(S)`` (the relaxation by subsets of :mod:`republish.models.
+whole_release_subset_bound`). With ``ρ_i`` the least ``rc(c)/|R_c|`` over the tabled
+columns holding row ``i``, ``rc(c) >= Σ_{i∈c} ρ_i`` for every column, tabled or not, and
+a solution covers each row at most once: ``D + Σ_i min(0, ρ_i)`` bounds every solution
+(:meth:`TabledPricing.row_floor`; the ``D_g`` of :func:`~republish.models.
+whole_release_columns.stage2`). The first release of 200 Adult rows at m = 3 had no
+bound but the row bound (38.4, the answer 71.6) after 1 s, since its extension rounds did
+not fit; the triples' rounds alone converge within it.
 """
 
 from __future__ import annotations
@@ -140,14 +153,16 @@ class FamilyTable:
     anchors: np.ndarray  # the distinct anchors, ascending
     starts: np.ndarray  # anchors[j]'s columns: starts[j]:starts[j + 1]
     slots: np.ndarray  # the members one slot per row (contiguous, for per-slot passes)
+    sizes: np.ndarray  # the rows of each column
 
     @classmethod
     def of(cls, members: np.ndarray, cost: np.ndarray, a_coef: np.ndarray) -> FamilyTable:
         order = np.argsort(members[:, 0], kind="stable")  # a merge of sorted size blocks
         members, cost, a_coef = members[order], cost[order], a_coef[order]
         starts = np.flatnonzero(np.diff(members[:, 0], prepend=-2))
+        slots = np.ascontiguousarray(members.T)
         return cls(members, cost, a_coef, members[starts, 0].astype(np.int64),
-                   np.append(starts, len(cost)), np.ascontiguousarray(members.T))
+                   np.append(starts, len(cost)), slots, (slots >= 0).sum(axis=0))
 
     @property
     def anchor(self) -> np.ndarray:
@@ -224,6 +239,32 @@ class TabledPricing:
         done = set(tabled) if self.table is not None else set()
         self.rest = [fams[f] for f in range(len(fams)) if f not in done]
         self.columns = columns
+        #: :meth:`row_floor` of the last pricing round's reduced costs (None: not valid)
+        self.last_row_floor: float | None = None
+
+    @property
+    def bounds_by_subsets(self) -> bool:
+        """Whether the table bounds every column (module docstring): no family is priced
+        by anchors, and every extended family has its columns of ``m`` rows tabled."""
+        return self.table is not None and not self.rest and all(
+            extension.k >= self.columns.problem.m for extension in self.extensions)
+
+    def row_prices(self, rc: np.ndarray) -> np.ndarray:
+        """Per row ``i``, ``min(0, ρ_i)``: ``ρ_i`` the least ``rc(c)/|R_c|`` of the tabled
+        columns holding ``i`` (``rc``: the table's reduced costs). Where
+        :attr:`bounds_by_subsets` holds, every column's reduced cost is at least the sum
+        of its rows' (module docstring)."""
+        assert self.table is not None
+        per_row = rc / self.table.sizes
+        least = np.zeros(self.rows + 1)  # the last entry takes the -1 pads
+        for at in self.table.slots:
+            np.minimum.at(least, at, per_row)
+        return least[:-1]
+
+    def row_floor(self, rc: np.ndarray) -> float:
+        """``Σ_i min(0, ρ_i)`` (:meth:`row_prices`): added to the LP's value, a bound on
+        every solution where :attr:`bounds_by_subsets` holds."""
+        return float(self.row_prices(rc).sum())
 
     @property
     def tabled(self) -> int:
@@ -240,6 +281,7 @@ class TabledPricing:
         table."""
         least = np.full(self.rows, math.inf)
         found = []
+        self.last_row_floor = None
         if self.rest:
             priced = price_families(self.problem, self.rest, relaxed.pi, theta, limit,
                                     radius, rc_of=rc_of, deadline=deadline, anchors=anchors,
@@ -251,6 +293,8 @@ class TabledPricing:
         if self.table is not None and len(self.table.cost):
             table = self.table
             rc = table.reduced_costs(relaxed)
+            if anchors is None and self.bounds_by_subsets:
+                self.last_row_floor = self.row_floor(rc)
             tabled_least = table.least_per_anchor(rc, self.rows)
             if anchors is not None:  # as price_families: only these anchors are priced
                 keep_anchor = np.zeros(self.rows, bool)

@@ -259,6 +259,41 @@ def test_extension_finds_every_column_under_theta(seed: int, theta: float) -> No
             assert least[a] > theta - 1e-9  # inf, or a column found above theta
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.booleans())
+def test_row_prices_bound_every_column_of_an_extended_table(seed: int, deferrals: bool
+                                                            ) -> None:
+    """Random duals: every column, tabled (three rows) or only extended (four and five),
+    has a reduced cost at least the sum of its rows' prices (brute force over all of
+    them), so the LP value plus their sum bounds every solution."""
+    problem, columns, pricer = extension_case(seed % 7)
+    if deferrals:  # new rows may be deferred: the (a) coefficients count them
+        problem = dataclasses.replace(problem, allow_deferrals=True)
+        columns = Columns(problem, ReleaseCounts.of(problem), BoxExtent(problem.points),
+                          Fraction(2, 3), 0, 5)
+        pricer = TabledPricing(problem, columns, families(problem, columns.counts, 0),
+                               deadline=math.inf, limit=pricer.tabled)
+    assert pricer.bounds_by_subsets and pricer.table is not None
+    rng = np.random.default_rng(seed)
+    n = len(problem.values)
+    y, y_a = rng.uniform(-0.2, 1.5, n), float(-rng.uniform(0.0, 0.5))
+    relaxed = Relaxation(y, y_a, y, np.zeros(0), np.zeros(0), 0.0, 0.0)
+    prices = pricer.row_prices(pricer.table.reduced_costs(relaxed))
+    (extension,) = pricer.extensions
+    everything = all_columns(extension.family, columns.counts.is_new, 5).astype(np.int64)
+    rc = reduced_costs(everything, *columns.attributes(everything), y, y_a)
+    floor = np.where(everything >= 0, prices[np.maximum(everything, 0)], 0.0).sum(axis=1)
+    assert (rc >= floor - 1e-9).all()
+    larger = (everything >= 0).sum(axis=1) > 3
+    assert larger.any() and (prices < 0).any()  # the larger columns are checked, and bite
+    # each row's price is its tightest tabled column's: raising one would break the bound
+    tabled = ~larger
+    for i in np.flatnonzero(prices < 0)[:3]:
+        holding = tabled & (everything == i).any(axis=1)
+        sizes = (everything[holding] >= 0).sum(axis=1)
+        assert prices[i] == pytest.approx((rc[holding] / sizes).min())
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_model_with_extension_pricing_matches_enumeration(seed: int) -> None:
     """The model priced by extension proves the optimum of the enumerated model."""
@@ -276,6 +311,38 @@ def test_model_with_extension_pricing_matches_enumeration(seed: int) -> None:
     assert "priced by extending" in extended.detail
     assert extended.status_b == enumerated.status_b == "OPTIMAL"
     assert extended.objective_b == pytest.approx(enumerated.objective_b, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rounds_over_the_table_alone_bound_the_release(seed: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Column generation that never prices the extended columns (EXTEND_BELOW = 0) still
+    bounds stage 2 by the row prices, and the bound is at most the enumerated optimum."""
+    from republish.models import whole_release, whole_release_tables
+    problem = first_release(seed, 13, 3)
+    with monkeypatch.context() as patch:
+        patch.setattr(whole_release, "TABLE_COLUMNS", 0)
+        optimum = solve_whole_release(problem, time_limit=20.0)
+    assert optimum.status_b == "OPTIMAL"
+    counts = ReleaseCounts.of(problem)
+    (family,) = families(problem, counts, 0)
+    monkeypatch.setattr(whole_release, "TABLE_COLUMNS",
+                        count_columns(dataclasses.replace(family, hi=3), counts.is_new))
+    monkeypatch.setattr(whole_release_tables, "EXTEND_BELOW", 0.0)
+    bounds: list[float] = []
+    real = whole_release.stage2
+
+    def stage2(*args: object, **kwargs: object) -> object:
+        result = real(*args, **kwargs)  # type: ignore[arg-type]
+        bounds.append(result.bound)
+        return result
+
+    monkeypatch.setattr(whole_release, "stage2", stage2)
+    extended = solve_whole_release(problem, time_limit=20.0)
+    assert "priced by extending" in extended.detail
+    (bound,) = bounds
+    assert 0.5 * optimum.objective_b < bound <= optimum.objective_b + 1e-9
+    assert extended.bound_b <= optimum.objective_b + 1e-9
 
 
 def test_table_cells_cap_keeps_large_tables_out(monkeypatch: pytest.MonkeyPatch) -> None:
