@@ -139,6 +139,10 @@ CUT_POOL_ABOVE = 5_000
 #: while the first releases of 200 Adult rows at m = 2 left 3,800-5,500 columns that SCIP
 #: proved in 0.15-0.2 s, refused with 0.25 s left.
 SMALL_POOL, SMALL_POOL_SECONDS = 6_000, 0.1
+#: No incumbent search or reduced-cost fixing starts with less than this left: building
+#: their SCIP model or pricing the extended columns took 0.03-0.11 s past the end of 1 s
+#: first releases at m = 3, which found nothing in that time.
+LAST_STEP_SECONDS = 0.05
 #: Share of the time left that the restricted MIP over the table's columns of least reduced
 #: cost may take (its SCIP run finds the incumbent and sometimes proves it).
 RESTRICTED_SHARE = 0.9
@@ -299,7 +303,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     xs[:len(relaxed.x)] = relaxed.x
     tolerance = 1e-9 * max(1.0, abs(bound))
     for attempt in ("rounding", "dive", "restricted"):
-        if best_cost <= bound + tolerance or left() <= 0:
+        if best_cost <= bound + tolerance or left() <= LAST_STEP_SECONDS:
             break
         if attempt == "rounding":  # an integral LP solution
             keep = np.flatnonzero(xs > 0.5)
@@ -346,7 +350,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             note += f"; incumbent by {attempt}"
     if best_cost <= bound + tolerance:
         return _Stage2("OPTIMAL", best, best_cost, bound, note + "; LP bound met")
-    if fixing is None or left() <= 0:
+    if fixing is None or left() <= LAST_STEP_SECONDS:
         return _Stage2("FEASIBLE", best, best_cost, bound, note)
     duals, floor = fixing
     gap = best_cost - floor + tolerance  # no column with rc > gap is in a cheaper solution

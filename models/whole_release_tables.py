@@ -162,7 +162,7 @@ class FamilyTable:
         starts = np.flatnonzero(np.diff(members[:, 0], prepend=-2))
         slots = np.ascontiguousarray(members.T)
         return cls(members, cost, a_coef, members[starts, 0].astype(np.int64),
-                   np.append(starts, len(cost)), slots, (slots >= 0).sum(axis=0))
+                   np.append(starts, len(cost)), slots, (slots >= 0).sum(axis=0, dtype=np.int16))
 
     @property
     def anchor(self) -> np.ndarray:
@@ -221,8 +221,11 @@ class TabledPricing:
             tabled.append(f)
         self.table: FamilyTable | None = None
         if tabled and time.perf_counter() < deadline:
+            # as wide as its largest column, not the model's: every pricing round and the
+            # costing pass read each slot (m = 3: three of the model's five)
+            width = max(k for _, k in parts)
             blocks = [all_columns(dataclasses.replace(family, hi=k), columns.counts.is_new,
-                                  columns.width) for family, k in parts]
+                                  width) for family, k in parts]
             members = np.vstack(blocks)
             cost, a_coef = columns.attributes(members) if len(members) else (
                 np.zeros(0), np.zeros(0, np.int64))
