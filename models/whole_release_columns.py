@@ -139,6 +139,12 @@ CUT_POOL_ABOVE = 5_000
 #: while the first releases of 200 Adult rows at m = 2 left 3,800-5,500 columns that SCIP
 #: proved in 0.15-0.2 s, refused with 0.25 s left.
 SMALL_POOL, SMALL_POOL_SECONDS = 6_000, 0.1
+#: Where reduced-cost fixing cannot prove the release, SCIP gets WIDER_POOL_SHARE of the
+#: time left (from WIDER_POOL_SECONDS) over WIDER_POOL times the restricted search's pool
+#: of columns of least reduced cost: the first release of 2,000 Adult rows at m = 2 (60 s)
+#: stopped at 38 s with "fixing too large" and 110.10; 40,000 columns gave 108.67 in the
+#: rest, 80,000 found nothing better in it.
+WIDER_POOL, WIDER_POOL_SHARE, WIDER_POOL_SECONDS = 2, 0.95, 1.0
 #: No incumbent search or reduced-cost fixing starts with less than this left: building
 #: their SCIP model or pricing the extended columns took 0.03-0.11 s past the end of 1 s
 #: first releases at m = 3, which found nothing in that time.
@@ -302,6 +308,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     xs = np.zeros(len(rc))
     xs[:len(relaxed.x)] = relaxed.x
     tolerance = 1e-9 * max(1.0, abs(bound))
+    restricted_size = max(5 * n, min(30 * n, 20_000))  # columns of the restricted search
     for attempt in ("rounding", "dive", "restricted"):
         if best_cost <= bound + tolerance or left() <= LAST_STEP_SECONDS:
             break
@@ -311,7 +318,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 continue
             picked, value = keep.tolist(), float(columns.cost[keep].sum())
         else:  # fix x* > 0.9 (dive) or nothing; the rest from the columns of least rc
-            size = max(5 * n, min(30 * n, 20_000)) if attempt == "restricted" else 0
+            size = restricted_size if attempt == "restricted" else 0
             if attempt == "restricted" and pricer.prices_all and fixing is not None:
                 # the pool of least reduced cost from the whole table (not only the LP's
                 # columns, so the restricted pool below is not built): it may prove itself,
@@ -353,6 +360,24 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     if fixing is None or left() <= LAST_STEP_SECONDS:
         return _Stage2("FEASIBLE", best, best_cost, bound, note)
     duals, floor = fixing
+
+    def wider_pool(reason: str) -> _Stage2:
+        """The fixing cannot prove the release (``reason``): the time left goes to SCIP
+        over WIDER_POOL times the restricted search's pool, which finds cheaper releases
+        and may still prove one."""
+        if not pricer.prices_all or left() < WIDER_POOL_SECONDS:
+            return _Stage2("FEASIBLE", best, best_cost, bound, note + reason)
+        wide = fix_by_pool(columns, pricer, duals, floor, best, WIDER_POOL * restricted_size,
+                           WIDER_POOL_SHARE * left(), seed)
+        found, value = best, best_cost
+        if wide.chosen is not None and wide.value < best_cost:
+            found, value = wide.chosen, float(columns.cost[wide.chosen].sum())
+        detail = f"{note}{reason}; then SCIP on the {wide.pool} columns of least reduced cost"
+        if wide.proven:
+            return _Stage2("OPTIMAL", found, value, value, detail + ", proven by their "
+                           "reduced costs")
+        return _Stage2("FEASIBLE", found, value, bound, detail)
+
     gap = best_cost - floor + tolerance  # no column with rc > gap is in a cheaper solution
     # no more columns than the subset-row cuts can shrink in the time left (SCIP alone
     # proves about FIXING_COLUMNS_PER_SECOND; enumerating more only overran the budget)
@@ -360,8 +385,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     if not complete:
         found_all = pricer.price(duals, gap, fix_limit, deadline=end, refine=True)
         if found_all is None:
-            return _Stage2("FEASIBLE", best, best_cost, bound, note + (
-                "; fixing out of time" if time.perf_counter() >= end else "; fixing too large"))
+            return wider_pool("; fixing out of time" if time.perf_counter() >= end else
+                              "; fixing too large")
         columns.add(found_all[0])
         master = columns.master(radius)
     rc = reduced_costs(master.members, master.cost, master.a_coef, duals.y, duals.y_a)
@@ -382,11 +407,10 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
             if best_cost <= bound + tolerance:
                 return _Stage2("OPTIMAL", best, best_cost, bound, note + ", met")
     if len(keep) > limit and tightened is None:
-        return _Stage2("FEASIBLE", best, best_cost, bound, note + "; fixing too large")
+        return wider_pool("; fixing too large")
     if len(keep) > max(FIXING_COLUMNS_PER_SECOND * left(),
                        SMALL_POOL if left() >= SMALL_POOL_SECONDS else 0):
-        return _Stage2("FEASIBLE", best, best_cost, bound,
-                       note + f"; fixing left {len(keep)} columns, too many for the time left")
+        return wider_pool(f"; fixing left {len(keep)} columns, too many for the time left")
     status, picked, value, found = solve_restricted(master, keep, best, left(), seed, cuts,
                                                     proving=True)
     if picked is not None and value < best_cost:

@@ -106,3 +106,39 @@ def test_small_fixed_pool_goes_to_scip_past_the_rate(monkeypatch: pytest.MonkeyP
     refused = solve_whole_release(problem, time_limit=5.0)
     assert "too many for the time left" in refused.detail
     assert refused.objective_b >= solution.objective_b - 1e-9
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_wider_pool_takes_the_time_the_fixing_cannot_use(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where reduced-cost fixing leaves too many columns (a pool limit of 1), the rest of
+    the budget goes to SCIP over a wider pool of least reduced cost: its release is never
+    worse than the restricted search's, and a proof it claims is the true optimum."""
+    problem = first_release(seed, 30, 2)
+    optimum = solve_whole_release(problem, time_limit=10.0)
+    assert optimum.status_b == "OPTIMAL"
+    real = whole_release_columns.fix_by_pool
+    sizes: list[int] = []
+    failing = [True]
+
+    def fix_by_pool(*args: Any, **kwargs: Any) -> PoolFixing:
+        sizes.append(args[5])
+        if failing[0]:  # each release's restricted search finds nothing
+            failing[0] = False
+            return PoolFixing(False, None, math.inf, 0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(whole_release_columns, "fix_by_pool", fix_by_pool)
+    monkeypatch.setattr(whole_release_columns, "CUT_POOL_COLUMNS", 1)
+    monkeypatch.setattr(whole_release_columns, "CUT_POOL_PER_SECOND", 0.0)
+    solution = solve_whole_release(problem, time_limit=5.0, max_columns=1)
+    assert "fixing too large; then SCIP on the" in solution.detail
+    assert sizes[1] == whole_release_columns.WIDER_POOL * sizes[0]
+    assert solution.objective_b >= optimum.objective_b - 1e-9
+    if solution.status_b == "OPTIMAL":
+        assert solution.objective_b == pytest.approx(optimum.objective_b, abs=1e-9)
+    monkeypatch.setattr(whole_release_columns, "WIDER_POOL_SECONDS", math.inf)
+    failing[0] = True
+    refused = solve_whole_release(problem, time_limit=5.0, max_columns=1)
+    assert "then SCIP" not in refused.detail and "fixing too large" in refused.detail
+    assert len(sizes) == 3  # no wider pool without the time for it
