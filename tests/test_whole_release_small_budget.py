@@ -1,7 +1,7 @@
 """The time rules of small releases whose columns are all tabled (models/whole_release.py,
-models/whole_release_columns.py): stage 2 keeps the whole budget, the cycle-cover bound is
-left out where stage 2's bound stands, and a small fixed pool goes to SCIP past the
-per-second rule."""
+models/whole_release_columns.py, models/whole_release_fixing.py): stage 2 keeps the whole
+budget, the cycle-cover bound is left out where stage 2's bound stands, and a small fixed
+pool goes to SCIP past the per-second rule."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from republish.models import whole_release, whole_release_columns
+from republish.models import whole_release, whole_release_fixing
 from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
 from republish.models.whole_release_tables import PoolFixing
 
@@ -95,14 +95,14 @@ def test_small_fixed_pool_goes_to_scip_past_the_rate(monkeypatch: pytest.MonkeyP
     """With a per-second rate that refuses every pool, a pool of at most SMALL_POOL
     columns is still solved (and proves the release); without SMALL_POOL it is refused.
     The pool fixing, which would otherwise prove first, finds nothing here."""
-    monkeypatch.setattr(whole_release_columns, "fix_by_pool", lambda *a, **k: PoolFixing(
+    monkeypatch.setattr(whole_release_fixing, "fix_by_pool", lambda *a, **k: PoolFixing(
         False, None, math.inf, 0))
-    monkeypatch.setattr(whole_release_columns, "FIXING_COLUMNS_PER_SECOND", 1e-9)
+    monkeypatch.setattr(whole_release_fixing, "FIXING_COLUMNS_PER_SECOND", 1e-9)
     problem = first_release(2, 40, 2)
     solution = solve_whole_release(problem, time_limit=5.0)
     assert "columns left by reduced-cost fixing" in solution.detail
     assert solution.status_b == "OPTIMAL"
-    monkeypatch.setattr(whole_release_columns, "SMALL_POOL", 0)
+    monkeypatch.setattr(whole_release_fixing, "SMALL_POOL", 0)
     refused = solve_whole_release(problem, time_limit=5.0)
     assert "too many for the time left" in refused.detail
     assert refused.objective_b >= solution.objective_b - 1e-9
@@ -117,7 +117,7 @@ def test_wider_pool_takes_the_time_the_fixing_cannot_use(
     problem = first_release(seed, 30, 2)
     optimum = solve_whole_release(problem, time_limit=10.0)
     assert optimum.status_b == "OPTIMAL"
-    real = whole_release_columns.fix_by_pool
+    real = whole_release_fixing.fix_by_pool
     sizes: list[int] = []
     failing = [True]
 
@@ -128,16 +128,16 @@ def test_wider_pool_takes_the_time_the_fixing_cannot_use(
             return PoolFixing(False, None, math.inf, 0)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(whole_release_columns, "fix_by_pool", fix_by_pool)
-    monkeypatch.setattr(whole_release_columns, "CUT_POOL_COLUMNS", 1)
-    monkeypatch.setattr(whole_release_columns, "CUT_POOL_PER_SECOND", 0.0)
+    monkeypatch.setattr(whole_release_fixing, "fix_by_pool", fix_by_pool)
+    monkeypatch.setattr(whole_release_fixing, "CUT_POOL_COLUMNS", 1)
+    monkeypatch.setattr(whole_release_fixing, "CUT_POOL_PER_SECOND", 0.0)
     solution = solve_whole_release(problem, time_limit=5.0, max_columns=1)
     assert "fixing too large; then SCIP on the" in solution.detail
-    assert sizes[1] == whole_release_columns.WIDER_POOL * sizes[0]
+    assert sizes[1] == whole_release_fixing.WIDER_POOL * sizes[0]
     assert solution.objective_b >= optimum.objective_b - 1e-9
     if solution.status_b == "OPTIMAL":
         assert solution.objective_b == pytest.approx(optimum.objective_b, abs=1e-9)
-    monkeypatch.setattr(whole_release_columns, "WIDER_POOL_SECONDS", math.inf)
+    monkeypatch.setattr(whole_release_fixing, "WIDER_POOL_SECONDS", math.inf)
     failing[0] = True
     refused = solve_whole_release(problem, time_limit=5.0, max_columns=1)
     assert "then SCIP" not in refused.detail and "fixing too large" in refused.detail

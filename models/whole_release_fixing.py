@@ -1,0 +1,213 @@
+"""Stage 2 of the whole-release model after its LP
+(:func:`republish.models.whole_release_columns.stage2`): the incumbent searches, and the
+proof of the best release found by reduced-cost fixing (Nemhauser & Wolsey, *Integer and
+Combinatorial Optimization*, 1988, §II.2).
+
+The incumbent is sought by rounding an integral LP solution, by a dive (the columns with
+``x* > 0.9`` fixed) and by a restricted MIP over the columns of least reduced cost -- the
+whole table's where the table prices every column
+(:func:`~republish.models.whole_release_tables.fix_by_pool`). Then every release cheaper
+than the incumbent ``UB`` uses only columns of reduced cost ``<= UB - D_g`` (``D_g`` the
+bound whose duals fix), and SCIP over them proves the release. A large pool is first
+shrunk by the LP over it with subset-row cuts (Jepsen, Petersen, Spoorendonk & Pisinger,
+Operations Research 56(2), 2008; :mod:`republish.models.whole_release_subset_rows`); where
+the fixing cannot prove the release, the time left goes to SCIP over a wider pool of least
+reduced cost, which finds cheaper releases and may still prove one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from republish.models.whole_release_columns import Columns
+
+from republish.models.whole_release_bound import Relaxation, reduced_costs
+from republish.models.whole_release_restricted import (
+    FIXING_COLUMNS_PER_SECOND,
+    cheapest_per_row,
+    is_feasible,
+    solve_restricted,
+)
+from republish.models.whole_release_subset_rows import tighten_pool
+from republish.models.whole_release_tables import TabledPricing, fix_by_pool
+
+#: Reduced-cost fixing may enumerate up to this many columns (or max_columns if larger),
+#: and CUT_POOL_PER_SECOND per second left, for subset-row cuts to shrink them
+#: (:mod:`republish.models.whole_release_subset_rows`); the cuts take at most CUT_SHARE of
+#: the time left, and at least CUT_SECONDS of it. 200 Adult rows at m = 3: 377,000 columns
+#: enumerated in about 1.5 s, cut to 73,000 in 0.9 s.
+CUT_POOL_COLUMNS, CUT_POOL_PER_SECOND, CUT_SHARE, CUT_SECONDS = 2_000_000, 150_000, 0.3, 1.5
+#: Pools of at most this many columns (and at most max_columns) go to SCIP as they are.
+CUT_POOL_ABOVE = 5_000
+#: A pool of at most SMALL_POOL columns goes to SCIP with SMALL_POOL_SECONDS left, past
+#: FIXING_COLUMNS_PER_SECOND: that rate was measured on pools of 37,000-164,000 columns,
+#: while the first releases of 200 Adult rows at m = 2 left 3,800-5,500 columns that SCIP
+#: proved in 0.15-0.2 s, refused with 0.25 s left.
+SMALL_POOL, SMALL_POOL_SECONDS = 6_000, 0.1
+#: Where reduced-cost fixing cannot prove the release, SCIP gets WIDER_POOL_SHARE of the
+#: time left (from WIDER_POOL_SECONDS) over WIDER_POOL times the restricted search's pool
+#: of columns of least reduced cost: the first release of 2,000 Adult rows at m = 2 (60 s)
+#: stopped at 38 s with "fixing too large" and 110.10; 40,000 columns gave 108.67 in the
+#: rest, 80,000 found nothing better in it.
+WIDER_POOL, WIDER_POOL_SHARE, WIDER_POOL_SECONDS = 2, 0.95, 1.0
+#: No incumbent search or reduced-cost fixing starts with less than this left: building
+#: their SCIP model or pricing the extended columns took 0.03-0.11 s past the end of 1 s
+#: first releases at m = 3, which found nothing in that time.
+LAST_STEP_SECONDS = 0.05
+#: Share of the time left that the restricted MIP over the table's columns of least reduced
+#: cost may take (its SCIP run finds the incumbent and sometimes proves it).
+RESTRICTED_SHARE = 0.9
+
+
+@dataclass
+class _Stage2:
+    """Stage 2's answer: its status, the chosen columns, their cost, the bound, and a note
+    of how they were found."""
+
+    status: str
+    chosen: list[int]
+    cost: float
+    bound: float
+    note: str
+
+
+def improve_and_prove(columns: Columns, radius: np.ndarray, relaxed: Relaxation,
+                      fixing: tuple[Relaxation, float] | None, pricer: TabledPricing,
+                      best: list[int], best_cost: float, bound: float, note: str, *,
+                      complete: bool, limit: int, seed: int, started: float,
+                      time_limit: float) -> _Stage2:
+    """After stage 2's LP ``relaxed`` (bound ``bound``), the incumbent searches from
+    ``best`` (cost ``best_cost``), then reduced-cost fixing under ``fixing`` (the
+    relaxation whose duals fix, and its bound ``D_g``; ``None``: no fixing) -- module
+    docstring. ``complete``: every column is among ``columns`` (else the fixing prices
+    the missing ones by ``pricer``, up to ``limit``). Stage 2 started at ``started``
+    (``time.perf_counter()``) with ``time_limit`` seconds; ``note`` says how its LP went."""
+    end = started + time_limit
+    n = len(columns.problem.values)
+
+    def left() -> float:
+        return time_limit - (time.perf_counter() - started)
+
+    master = columns.master(radius)
+    rc = reduced_costs(master.members, master.cost, master.a_coef, relaxed.y, relaxed.y_a)
+    xs = np.zeros(len(rc))
+    xs[:len(relaxed.x)] = relaxed.x
+    tolerance = 1e-9 * max(1.0, abs(bound))
+    restricted_size = max(5 * n, min(30 * n, 20_000))  # columns of the restricted search
+    for attempt in ("rounding", "dive", "restricted"):
+        if best_cost <= bound + tolerance or left() <= LAST_STEP_SECONDS:
+            break
+        if attempt == "rounding":  # an integral LP solution
+            keep = np.flatnonzero(xs > 0.5)
+            if not (np.all(np.minimum(xs, 1 - xs) < 1e-6) and is_feasible(master, keep)):
+                continue
+            picked, value = keep.tolist(), float(columns.cost[keep].sum())
+        else:  # fix x* > 0.9 (dive) or nothing; the rest from the columns of least rc
+            size = restricted_size if attempt == "restricted" else 0
+            if attempt == "restricted" and pricer.prices_all and fixing is not None:
+                # the pool of least reduced cost from the whole table (not only the LP's
+                # columns, so the restricted pool below is not built): it may prove itself,
+                # and its incumbent sizes the fixing's pool (RESTRICTED_SHARE)
+                pooled_fix = fix_by_pool(columns, pricer, fixing[0], fixing[1], best, size,
+                                         RESTRICTED_SHARE * left(), seed)
+                master = columns.master(radius)
+                if pooled_fix.chosen is not None and pooled_fix.value < best_cost:
+                    best, best_cost = pooled_fix.chosen, float(columns.cost[
+                        pooled_fix.chosen].sum())
+                    note += "; incumbent by restricted"
+                if pooled_fix.proven:
+                    return _Stage2("OPTIMAL", best, best_cost, best_cost, note + (
+                        f"; SCIP on the {pooled_fix.pool} columns of least reduced cost, "
+                        "proven by their reduced costs"))
+                continue
+            fixed = np.flatnonzero(xs > 0.9) if attempt == "dive" else np.zeros(0, np.int64)
+            taken = np.zeros(n + 1, bool)
+            taken[master.members[fixed]] = True
+            free = np.flatnonzero(~taken[np.where(master.members < 0, n, master.members)]
+                                  .any(axis=1))
+            pool = free[np.argsort(rc[free], kind="stable")[:size]]
+            keep = np.union1d(np.union1d(fixed, pool), free[xs[free] > 1e-9])
+            keep = np.union1d(keep, cheapest_per_row(master.members[free], rc[free], free, 20))
+            if attempt == "restricted":  # the incumbent too: the hint is then a solution
+                keep = np.union1d(keep, best)
+            keep = keep.astype(np.int64)
+            portion = 0.25 if attempt == "dive" else 0.6
+            _, found_cols, value, _ = solve_restricted(master, keep, best, portion * left(),
+                                                       seed)
+            if found_cols is None:
+                continue
+            picked = found_cols
+        if value < best_cost:
+            best, best_cost = picked, float(columns.cost[picked].sum())
+            note += f"; incumbent by {attempt}"
+    if best_cost <= bound + tolerance:
+        return _Stage2("OPTIMAL", best, best_cost, bound, note + "; LP bound met")
+    if fixing is None or left() <= LAST_STEP_SECONDS:
+        return _Stage2("FEASIBLE", best, best_cost, bound, note)
+    duals, floor = fixing
+
+    def wider_pool(reason: str) -> _Stage2:
+        """The fixing cannot prove the release (``reason``): the time left goes to SCIP
+        over WIDER_POOL times the restricted search's pool, which finds cheaper releases
+        and may still prove one."""
+        if not pricer.prices_all or left() < WIDER_POOL_SECONDS:
+            return _Stage2("FEASIBLE", best, best_cost, bound, note + reason)
+        wide = fix_by_pool(columns, pricer, duals, floor, best, WIDER_POOL * restricted_size,
+                           WIDER_POOL_SHARE * left(), seed)
+        found, value = best, best_cost
+        if wide.chosen is not None and wide.value < best_cost:
+            found, value = wide.chosen, float(columns.cost[wide.chosen].sum())
+        detail = f"{note}{reason}; then SCIP on the {wide.pool} columns of least reduced cost"
+        if wide.proven:
+            return _Stage2("OPTIMAL", found, value, value, detail + ", proven by their "
+                           "reduced costs")
+        return _Stage2("FEASIBLE", found, value, bound, detail)
+
+    gap = best_cost - floor + tolerance  # no column with rc > gap is in a cheaper solution
+    # no more columns than the subset-row cuts can shrink in the time left (SCIP alone
+    # proves about FIXING_COLUMNS_PER_SECOND; enumerating more only overran the budget)
+    fix_limit = max(1, int(min(max(limit, CUT_POOL_COLUMNS), CUT_POOL_PER_SECOND * left())))
+    if not complete:
+        found_all = pricer.price(duals, gap, fix_limit, deadline=end, refine=True)
+        if found_all is None:
+            return wider_pool("; fixing out of time" if time.perf_counter() >= end else
+                              "; fixing too large")
+        columns.add(found_all[0])
+        master = columns.master(radius)
+    rc = reduced_costs(master.members, master.cost, master.a_coef, duals.y, duals.y_a)
+    keep = np.union1d(np.flatnonzero(rc <= gap), best).astype(np.int64)
+    cuts: tuple[np.ndarray, ...] = ()  # each subset-row cut's columns
+    tightened = None
+    if min(limit, CUT_POOL_ABOVE) < len(keep) <= fix_limit:
+        # the LP over them alone, with subset-row cuts, fixes again, and the cuts speed
+        # SCIP up (a pool small enough for SCIP still took it 28 s without them, 11 s with)
+        tightened = tighten_pool(master, keep, np.asarray(best, dtype=np.int64), best_cost,
+                                 rc[keep], deadline=time.perf_counter() + min(
+                                     left(), max(CUT_SHARE * left(), CUT_SECONDS)))
+        if tightened is not None:
+            bound = max(bound, min(best_cost, tightened.bound))
+            keep, cuts = tightened.keep, tightened.cut_columns
+            note += (f"; LP of the fixed columns with {len(cuts)} subset-row cuts: "
+                     f"{tightened.bound:.6g}")
+            if best_cost <= bound + tolerance:
+                return _Stage2("OPTIMAL", best, best_cost, bound, note + ", met")
+    if len(keep) > limit and tightened is None:
+        return wider_pool("; fixing too large")
+    if len(keep) > max(FIXING_COLUMNS_PER_SECOND * left(),
+                       SMALL_POOL if left() >= SMALL_POOL_SECONDS else 0):
+        return wider_pool(f"; fixing left {len(keep)} columns, too many for the time left")
+    status, picked, value, found = solve_restricted(master, keep, best, left(), seed, cuts,
+                                                    proving=True)
+    if picked is not None and value < best_cost:
+        best, best_cost = picked, float(columns.cost[picked].sum())
+    note += f"; SCIP on the {len(keep)} columns left by reduced-cost fixing"
+    if status == "OPTIMAL":
+        return _Stage2("OPTIMAL", best, best_cost, max(bound, min(best_cost, found)), note)
+    if picked is not None:
+        bound = max(bound, min(best_cost, found))
+    return _Stage2("FEASIBLE", best, best_cost, bound, note)
