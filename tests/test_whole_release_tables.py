@@ -314,6 +314,39 @@ def test_model_with_extension_pricing_matches_enumeration(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(4))
+def test_row_prices_bound_every_column_of_a_later_release(seed: int) -> None:
+    """A release with two buckets of old rows (their columns tabled, counterfeits
+    allowed) and new rows whose all-new groups of four and five rows are only extended:
+    under random duals every column of every family has a reduced cost at least the sum
+    of its rows' prices (all columns enumerated)."""
+    rng = np.random.default_rng(seed)
+    values = np.array([0, 1, 2] * 2 + [0, 1, 3] * 2 + [0, 1, 2, 3, 4] * 2)
+    bucket = np.array([0] * 6 + [1] * 6 + [-1] * 10)
+    problem = WholeReleaseProblem(rng.random((len(values), 2)), values, bucket,
+                                  (frozenset({0, 1, 2}), frozenset({0, 1, 3})), 3, 5)
+    counts = ReleaseCounts.of(problem)
+    fams = families(problem, counts, 1)
+    sizes = [count_columns(f, counts.is_new) for f in fams]
+    (everyone,) = [f for f in fams if not f.need_old]
+    triples = count_columns(dataclasses.replace(everyone, hi=3), counts.is_new)
+    limit = sum(size for f, size in zip(fams, sizes, strict=True) if f.need_old) + triples
+    columns = Columns(problem, counts, BoxExtent(problem.points), Fraction(1), 0, 5)
+    pricer = TabledPricing(problem, columns, fams, deadline=math.inf, limit=limit)
+    assert pricer.bounds_by_subsets and len(pricer.extensions) == 1
+    assert pricer.table is not None and not pricer.covers_all
+    y, y_a = rng.uniform(-0.2, 1.5, len(values)), float(-rng.uniform(0.0, 0.5))
+    relaxed = Relaxation(y, y_a, y, np.zeros(0), np.zeros(0), 0.0, 0.0)
+    prices = pricer.row_prices(pricer.table.reduced_costs(relaxed))
+    everything = np.vstack([all_columns(f, counts.is_new, 5) for f in fams]).astype(np.int64)
+    rc = reduced_costs(everything, *columns.attributes(everything), y, y_a)
+    floor = np.where(everything >= 0, prices[np.maximum(everything, 0)], 0.0).sum(axis=1)
+    assert (rc >= floor - 1e-9).all()
+    assert ((everything >= 0).sum(axis=1) > 3).any() and (prices < 0).any()
+    # with counterfeits allowed some columns are short of rows: their (a) coefficient
+    assert (columns.attributes(everything)[1] != 0).any()
+
+
+@pytest.mark.parametrize("seed", range(4))
 def test_rounds_over_the_table_alone_bound_the_release(seed: int,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Column generation that never prices the extended columns (EXTEND_BELOW = 0) still
