@@ -294,6 +294,35 @@ def test_row_prices_bound_every_column_of_an_extended_table(seed: int, deferrals
         assert prices[i] == pytest.approx((rc[holding] / sizes).min())
 
 
+def test_extension_computes_the_pair_extents_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows' pair extents are computed by the first pricing call only; later calls
+    under other prices find the same columns as a fresh extension would."""
+    problem, columns, pricer = extension_case(2)
+    (extension,) = pricer.extensions
+    calls: list[int] = []
+    real = BoxExtent.pairwise
+
+    def pairwise(self: BoxExtent, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        calls.append(len(a))
+        return real(self, a, b)
+
+    monkeypatch.setattr(BoxExtent, "pairwise", pairwise)
+    rng = np.random.default_rng(2)
+    n = len(problem.values)
+    found = 0
+    for _ in range(3):
+        y = rng.uniform(0.0, 1.2, n)
+        relaxed = Relaxation(y, 0.0, y, np.zeros(0), np.zeros(0), 0.0, 0.0)
+        block, _, least = extension.price(columns, relaxed, 0.3)
+        fresh = dataclasses.replace(extension, pairs=[])
+        again, _, fresh_least = fresh.price(columns, relaxed, 0.3)
+        assert {tuple(r) for r in block.tolist()} == {tuple(r) for r in again.tolist()}
+        assert np.array_equal(least, fresh_least)
+        found += len(block)
+    assert found > 0  # the calls find columns, so a wrong cache would show
+    assert calls == [n] * 4  # the kept extension once, each fresh copy once
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_model_with_extension_pricing_matches_enumeration(seed: int) -> None:
     """The model priced by extension proves the optimum of the enumerated model."""
