@@ -140,17 +140,19 @@ def solve_instance(inst: dict[str, Any], scip_seconds: float) -> dict[str, Any]:
     duv, duw, dvw, size = inst["duv"], inst["duw"], inst["dvw"], inst["size"]
     mu, mv, mw = inst["mu"], inst["mv"], inst["mw"]
 
+    def group_cost(u: np.ndarray, v: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``size·Σ_q max`` of the pairs' extents of the groups ``(u, v, w)`` (point
+        indices, broadcast together)."""
+        return size * np.maximum(np.maximum(duv[:, u, v], duw[:, u, w]), dvw[:, v, w]).sum(0)
+
     def triple_costs(triples: np.ndarray) -> np.ndarray:
-        return size * np.maximum(np.maximum(duv[:, triples[:, 0], triples[:, 1]],
-                                            duw[:, triples[:, 0], triples[:, 2]]),
-                                 dvw[:, triples[:, 1], triples[:, 2]]).sum(0)
+        return group_cost(triples[:, 0], triples[:, 1], triples[:, 2])
 
     pairs = sum(transport(size * np.einsum("q,qab->ab", inst["lam"], d), s1, s2)[0]
                 for d, s1, s2 in ((duv, mu, mv), (duw, mu, mw), (dvw, mv, mw)))
     _, matched = transport(size * duv.sum(0), mu, mv)
     iu, jv = np.nonzero(matched)
-    third = size * np.maximum(np.maximum(duv[:, iu, jv][:, :, None], duw[:, iu, :]),
-                              dvw[:, jv, :]).sum(0)
+    third = group_cost(iu[:, None], jv[:, None], np.arange(len(mw))[None, :])
     primal, assigned = transport(third, matched[iu, jv], mw)
     columns = list(dict.fromkeys((int(iu[a]), int(jv[a]), int(b))
                                  for a, b in zip(*np.nonzero(assigned), strict=True)))
@@ -176,8 +178,8 @@ def solve_instance(inst: dict[str, Any], scip_seconds: float) -> dict[str, Any]:
         least, fresh = np.empty(len(mu)), []
         for first in range(0, len(mu), 16):
             block = np.arange(first, min(first + 16, len(mu)))
-            rc = size * np.maximum(np.maximum(duv[:, block, :, None], duw[:, block, None, :]),
-                                   dvw[:, None]).sum(0) \
+            rc = group_cost(block[:, None, None], np.arange(len(mv))[None, :, None],
+                            np.arange(len(mw))[None, None, :]) \
                 - alpha[block, None, None] - beta[None, :, None] - gamma[None, None, :]
             least[block] = rc.reshape(len(block), -1).min(axis=1)
             for k, a in enumerate(block):

@@ -35,15 +35,21 @@ import numpy as np
 import pandas as pd
 
 from republish.datasets import dynamic_series, load_adult
+from republish.schema import Schema
 from republish.solver.m_invariance import publish_m_invariant
 
 QIS = ["age", "sex", "education", "native-country"]
 
 
-def release(initial: int, seed: int, m: int, limit: float, mode: str) -> dict[str, object]:
-    """The first release of sample ``seed``: its (b), status, bound, gap and wall time."""
-    table, schema = load_adult(sensitive="occupation", qis=QIS)
+def sample_of(initial: int, seed: int, table: pd.DataFrame) -> pd.DataFrame:
+    """Sample ``seed``: the first table of a one-release series of ``initial`` rows."""
     (microdata,) = dynamic_series(table, initial, 1, 1, seed)
+    return microdata
+
+
+def release(microdata: pd.DataFrame, schema: Schema, seed: int, m: int, limit: float,
+            mode: str) -> dict[str, object]:
+    """The first release of sample ``seed``: its (b), status, bound, gap and wall time."""
     started = time.perf_counter()
     step = publish_m_invariant(microdata, schema, m, None, mode=mode,  # type: ignore[arg-type]
                                time_limit=limit, rng=np.random.default_rng(seed))
@@ -57,7 +63,10 @@ def release(initial: int, seed: int, m: int, limit: float, mode: str) -> dict[st
 def run(initial: int, ms: list[int], limits: list[float], samples: int, mode: str,
         cold: bool = False) -> pd.DataFrame:
     rows = []
+    # Adult and each sample read once, for every m and budget (a --cold child reads its own)
+    table, schema = load_adult(sensitive="occupation", qis=QIS)
     for seed in range(1, samples + 1):
+        microdata = sample_of(initial, seed, table)
         for m in ms:
             for limit in limits:
                 if cold:  # a new interpreter per release, as the command line runs one
@@ -66,7 +75,7 @@ def run(initial: int, ms: list[int], limits: list[float], samples: int, mode: st
                          str(limit), mode], check=True, capture_output=True, text=True)
                     rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
                 else:
-                    rows.append(release(initial, seed, m, limit, mode))
+                    rows.append(release(microdata, schema, seed, m, limit, mode))
                 print(rows[-1], file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
@@ -99,7 +108,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.one is not None:  # a --cold child: one release, its row as JSON
         initial, seed, m, limit, mode = args.one
-        print(json.dumps(release(int(initial), int(seed), int(m), float(limit), mode)))
+        table, schema = load_adult(sensitive="occupation", qis=QIS)
+        print(json.dumps(release(sample_of(int(initial), int(seed), table), schema,
+                                 int(seed), int(m), float(limit), mode)))
         return
     frame = run(args.initial, args.m, args.time_limit, args.samples, args.mode, args.cold)
     if args.csv is not None:
