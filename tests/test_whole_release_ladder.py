@@ -1,0 +1,160 @@
+"""The ladder of restricted MIPs (models/whole_release_fixing.py, ``restricted_ladder``):
+pools of each row's cheapest columns of each size, from the LP's columns and the table's;
+never worse than its start, never below the optimum, and stopped by its rules."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from test_whole_release_tables import extension_case, first_release
+
+from republish.models import whole_release
+from republish.models import whole_release_fixing as fixing
+from republish.models.whole_release import solve_whole_release
+from republish.models.whole_release_bound import Relaxation, reduced_costs
+from republish.models.whole_release_counts import (
+    ReleaseCounts,
+    count_columns,
+    families,
+    optimal_counts,
+    realize_counts,
+)
+from republish.models.whole_release_master import IncrementalMaster
+from republish.models.whole_release_restricted import is_feasible
+
+
+def ladder_case(seed: int) -> tuple[Any, ...]:
+    """A first release at m = 3 of 13 rows (a partition needs a group of four), its
+    table of triples with the larger groups priced by extension, the LP over each row's
+    cheapest tabled columns, and a start found in no time (the count plan's release)."""
+    problem, columns, pricer = extension_case(seed)
+    columns.add(pricer.start_columns(3))
+    groups, late = realize_counts(problem, optimal_counts(problem, time_limit=5.0))
+    assert not len(late)
+    start = columns.add(np.array([np.pad(g, (0, 5 - len(g)), constant_values=-1)
+                                  for g in groups])).tolist()
+    master = columns.master(np.full(len(problem.values), -math.inf))
+    relaxed = IncrementalMaster(master).relax(master, 10.0)
+    assert relaxed is not None
+    return problem, columns, pricer, relaxed, start, float(columns.cost[start].sum())
+
+
+def spy_pools(monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
+    pools: list[np.ndarray] = []
+    real = fixing.solve_restricted
+
+    def solve(master: Any, keep: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+        pools.append(np.asarray(keep).copy())
+        return real(master, keep, *args, **kwargs)
+
+    monkeypatch.setattr(fixing, "solve_restricted", solve)
+    return pools
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_ladder_is_a_release_between_the_optimum_and_its_start(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    problem, columns, pricer, relaxed, start, start_cost = ladder_case(seed)
+    optimum = solve_whole_release(problem, time_limit=20.0)
+    assert optimum.status_b == "OPTIMAL"
+    pools = spy_pools(monkeypatch)
+    best, cost, solved = fixing.restricted_ladder(
+        columns, pricer, relaxed, start, start_cost, -math.inf,
+        deadline=fixing.time.perf_counter() + 10.0, seed=seed)
+    master = columns.master(np.full(len(problem.values), -math.inf))
+    assert solved == len(pools) >= 1
+    assert is_feasible(master, np.asarray(best))
+    assert cost == pytest.approx(float(columns.cost[best].sum()))
+    assert optimum.objective_b - 1e-7 <= cost <= start_cost + 1e-9
+    # each pool is larger than the last and holds the LP's support; the first the start
+    # (the later ones the best release so far)
+    assert all(len(a) < len(b) for a, b in zip(pools, pools[1:], strict=False))
+    support = set(np.flatnonzero(relaxed.x > 1e-9).tolist())
+    assert set(start) <= set(pools[0].tolist())
+    assert all(support <= set(pool.tolist()) for pool in pools)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_first_pool_holds_each_rows_cheapest_column_of_each_size(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first pool (one per row and size): for every row and every group size, a
+    column of that size holding the row with the least reduced cost among the master's
+    is in it -- the larger groups included, which a pool of least reduced cost overall
+    misses. Under random prices (no LP support, no ties at 0)."""
+    problem, columns, pricer, _, start, start_cost = ladder_case(seed)
+    y = np.random.default_rng(seed).uniform(0.0, 0.4, len(problem.values))
+    relaxed = Relaxation(y, 0.0, y, np.zeros(0), np.zeros(len(columns.cost)), -math.inf,
+                         -math.inf)
+    (extension,) = pricer.extensions  # the master gets groups of four and five rows
+    larger, _, _ = extension.price(columns, relaxed, 100.0)  # every one
+    columns.add(larger)
+    relaxed = Relaxation(y, 0.0, y, np.zeros(0), np.zeros(len(columns.cost)), -math.inf,
+                         -math.inf)
+    pools = spy_pools(monkeypatch)
+    fixing.restricted_ladder(columns, pricer, relaxed, start, start_cost, -math.inf,
+                             deadline=fixing.time.perf_counter() + 10.0, seed=seed)
+    master = columns.master(np.full(len(problem.values), -math.inf))
+    rc = reduced_costs(master.members, master.cost, master.a_coef, relaxed.y, relaxed.y_a)
+    size = (master.members >= 0).sum(axis=1)
+    assert (np.bincount(size)[4:] > 20).all()
+    first = set(pools[0].tolist())
+    for row in range(len(problem.values)):
+        for k in np.unique(size).tolist():
+            holding = np.flatnonzero((size == k) & (master.members == row).any(axis=1))
+            if len(holding):
+                least = rc[holding].min()
+                assert any(c in first for c in holding[rc[holding] <= least + 1e-12])
+    assert len(first) < len(rc)  # a pool, not every column
+
+
+def test_ladder_stops_near_the_bound_and_when_out_of_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    problem, columns, pricer, relaxed, start, start_cost = ladder_case(1)
+    pools = spy_pools(monkeypatch)
+    now = fixing.time.perf_counter
+    # the start is within LADDER_GAP of the bound: no pool is solved
+    assert fixing.restricted_ladder(
+        columns, pricer, relaxed, start, start_cost, start_cost / (1 + fixing.LADDER_GAP / 2),
+        deadline=now() + 10.0, seed=0) == (start, start_cost, 0)
+    # no time for the first pool at LADDER_SECONDS_PER_COLUMN a column
+    assert fixing.restricted_ladder(columns, pricer, relaxed, start, start_cost, -math.inf,
+                                    deadline=now() + 1e-6, seed=0) == (start, start_cost, 0)
+    assert pools == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ladder_runs_only_where_larger_groups_are_priced_by_extension(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stage 2 calls the ladder on a release whose table prices its larger groups by
+    extension (unless the LP's own solution is already the answer), and not where the
+    table holds every column: there the pool fixing finds and proves the optimum itself
+    (m = 2). Either way the release is the enumerated model's optimum."""
+    calls: list[int] = []
+    real = fixing.restricted_ladder
+
+    def ladder(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fixing, "restricted_ladder", ladder)
+    problem = first_release(seed, 13, 3)
+    counts = ReleaseCounts.of(problem)
+    (family,) = families(problem, counts, 0)
+    with monkeypatch.context() as patch:
+        patch.setattr(whole_release, "TABLE_COLUMNS", 0)
+        enumerated = solve_whole_release(problem, time_limit=20.0)
+    patch_triples = count_columns(dataclasses.replace(family, hi=3), counts.is_new)
+    monkeypatch.setattr(whole_release, "TABLE_COLUMNS", patch_triples)
+    extended = solve_whole_release(problem, time_limit=20.0)
+    assert "priced by extending" in extended.detail
+    assert extended.status_b == enumerated.status_b == "OPTIMAL"
+    assert extended.objective_b == pytest.approx(enumerated.objective_b, abs=1e-9)
+    assert calls or "LP bound met" in extended.detail, extended.detail
+    calls.clear()
+    monkeypatch.setattr(whole_release, "TABLE_COLUMNS", 3_000_000)
+    complete = solve_whole_release(first_release(seed, 14, 2), time_limit=20.0)
+    assert "every column tabled" in complete.detail and calls == []
