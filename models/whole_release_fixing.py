@@ -70,7 +70,7 @@ RESTRICTED_SHARE = 0.9
 LADDER_PER_ROW = (1, 2, 4, 8, 16, 32)
 LADDER_SECONDS_PER_COLUMN = 1.5e-4
 LADDER_TABLE_PER_ROW = 40
-LADDER_SHARE, LADDER_SECONDS = 1.0, 1.0
+LADDER_SHARE, LADDER_SECONDS, LADDER_BUDGET_SHARE = 1.0, 1.0, 0.1
 LADDER_GAP = 0.02
 
 
@@ -172,7 +172,8 @@ def improve_and_prove(columns: Columns, radius: np.ndarray, relaxed: Relaxation,
                 continue
             picked, value, solved = restricted_ladder(
                 columns, pricer, relaxed, best, best_cost, bound,
-                deadline=time.perf_counter() + min(LADDER_SHARE * left(), LADDER_SECONDS),
+                deadline=time.perf_counter() + min(LADDER_SHARE * left(), max(
+                    LADDER_SECONDS, LADDER_BUDGET_SHARE * time_limit)),
                 seed=seed)
             master = columns.master(radius)
             if not solved:
