@@ -42,11 +42,15 @@ MAX_KICKS = 10_000
 
 #: Where the model prices from tables (a release whose smallest groups fit in a table,
 #: models/whole_release_tables.py), column generation converges on larger releases given
-#: this many seconds, and the search keeps UNIQUE_SHARE. Adult first release, 2,000 rows,
-#: m = 2 (share 0.7 -> 0.2): 60 s (b) 122.6 -> 110.1-110.3, gap 61.4 -> 5.5-5.6 % (two
-#: runs); 30 s mixed, (b) 126.5 -> 110.3 or 134.9 (gap 44.7 -> 18.7 or 26.1 %); 20 s
-#: worse, 127.3 -> 145.5. (The step's model gets the budget less the warm start.)
-TABLED_LARGE_SECONDS = 45.0
+#: this many seconds per row, and the search keeps UNIQUE_SHARE. Before the ladder of
+#: restricted MIPs (models/whole_release_fixing.py, session 17) the model only gained from
+#: 45 s on (Adult first release, 2,000 rows, m = 2, share 0.7 -> 0.2: 60 s gap 61.4 ->
+#: 5.5 %, 20 s (b) 127.3 -> 145.5). With it, sample 1 (share 0.7 -> 0.2): 2,000 rows at
+#: 10 s (b) 129.4 -> 113.4 (gap 45.9 -> 11.0 %), 20 s 126.6 -> 107.1 (44.8 -> 2.9 %),
+#: 30 s -> 107.1 (2.8 %), but 5 s 134.5 -> 166.3; 1,000 rows at 5 s 77.1 -> 69.2 (gap 25.0
+#: -> 5.5 %), 10 s 75.5 -> 67.0 (23.5 -> 2.4 %). (The step's model gets the budget less
+#: the warm start.)
+TABLED_SECONDS_PER_ROW = 0.004
 
 
 def unique_search_seconds(rows: int, time_limit: float, priced_from_tables: bool = False
@@ -54,7 +58,8 @@ def unique_search_seconds(rows: int, time_limit: float, priced_from_tables: bool
     """The seconds of a ``time_limit`` budget the search may take on a release of ``rows``
     rows without old rows (``priced_from_tables``: the model's column generation prices
     from tables)."""
-    if rows > UNIQUE_LARGE_ROWS and priced_from_tables and time_limit >= TABLED_LARGE_SECONDS:
+    if rows > UNIQUE_LARGE_ROWS and priced_from_tables and \
+            time_limit >= TABLED_SECONDS_PER_ROW * rows:
         return UNIQUE_SHARE * time_limit
     if rows > UNIQUE_LARGE_ROWS:
         return UNIQUE_LARGE_SHARE * time_limit
