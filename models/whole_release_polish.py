@@ -42,15 +42,15 @@ MAX_KICKS = 10_000
 
 #: Where the model prices from tables (a release whose smallest groups fit in a table,
 #: models/whole_release_tables.py), column generation converges on larger releases given
-#: this many seconds per row, and the search keeps UNIQUE_SHARE. Before the ladder of
-#: restricted MIPs (models/whole_release_fixing.py, session 17) the model only gained from
-#: 45 s on (Adult first release, 2,000 rows, m = 2, share 0.7 -> 0.2: 60 s gap 61.4 ->
-#: 5.5 %, 20 s (b) 127.3 -> 145.5). With it, sample 1 (share 0.7 -> 0.2): 2,000 rows at
-#: 10 s (b) 129.4 -> 113.4 (gap 45.9 -> 11.0 %), 20 s 126.6 -> 107.1 (44.8 -> 2.9 %),
-#: 30 s -> 107.1 (2.8 %), but 5 s 134.5 -> 166.3; 1,000 rows at 5 s 77.1 -> 69.2 (gap 25.0
-#: -> 5.5 %), 10 s 75.5 -> 67.0 (23.5 -> 2.4 %). (The step's model gets the budget less
-#: the warm start.)
-TABLED_SECONDS_PER_ROW = 0.004
+#: this many seconds per pair of rows (its table above 400 rows holds the pairs, m = 2),
+#: and the search keeps UNIQUE_SHARE. Before the ladder of restricted MIPs
+#: (models/whole_release_fixing.py, session 17) the model only gained from 45 s on (Adult
+#: first release, 2,000 rows, m = 2, share 0.7 -> 0.2: 60 s gap 61.4 -> 5.5 %, 20 s (b)
+#: 127.3 -> 145.5). With it (share 0.7 -> 0.2, samples 1-3): 2,000 rows at 20 s gaps 4.0,
+#: 3.6, 6.2 %, where the search alone left 45 %; at 10 s 38 %, 8 %, 39 % (the ladder has
+#: no time on two), so 2,000 rows need 15 s; 1,000 rows at 5 s 3.6, 2.8, 2.5 %.
+#: (The step's model gets the budget less the warm start.)
+TABLED_SECONDS_PER_PAIR = 7.5e-6
 
 
 def unique_search_seconds(rows: int, time_limit: float, priced_from_tables: bool = False
@@ -59,7 +59,7 @@ def unique_search_seconds(rows: int, time_limit: float, priced_from_tables: bool
     rows without old rows (``priced_from_tables``: the model's column generation prices
     from tables)."""
     if rows > UNIQUE_LARGE_ROWS and priced_from_tables and \
-            time_limit >= TABLED_SECONDS_PER_ROW * rows:
+            time_limit >= TABLED_SECONDS_PER_PAIR * rows * (rows - 1) / 2:
         return UNIQUE_SHARE * time_limit
     if rows > UNIQUE_LARGE_ROWS:
         return UNIQUE_LARGE_SHARE * time_limit

@@ -188,7 +188,7 @@ def test_single_rows_at_m_1_keep_their_groups() -> None:
 def test_search_share_of_a_release_without_old_rows() -> None:
     """The regrouping's budget: a fifth (at most 5 s) up to 400 rows; 70 % above, where
     column generation barely starts, unless the model prices from tables and has at
-    least TABLED_SECONDS_PER_ROW a row, when column generation converges and gets the
+    least TABLED_SECONDS_PER_PAIR a pair of rows, when column generation converges and gets the
     time."""
     from republish.models import whole_release_polish as polish
 
@@ -199,13 +199,15 @@ def test_search_share_of_a_release_without_old_rows() -> None:
     assert polish.unique_search_seconds(2000, 60.0, priced_from_tables=True) == \
         pytest.approx(12.0)
     for rows in (1000, 2000):
-        enough = polish.TABLED_SECONDS_PER_ROW * rows
+        enough = polish.TABLED_SECONDS_PER_PAIR * rows * (rows - 1) / 2
         assert polish.unique_search_seconds(rows, enough, priced_from_tables=True) == \
             pytest.approx(0.2 * enough)
         short = 0.99 * enough
         assert polish.unique_search_seconds(rows, short, priced_from_tables=True) == \
             pytest.approx(0.7 * short)
+    assert polish.unique_search_seconds(2000, 20.0, priced_from_tables=True) == \
+        pytest.approx(4.0)
     assert polish.unique_search_seconds(2000, 10.0, priced_from_tables=True) == \
-        pytest.approx(2.0)
-    assert polish.unique_search_seconds(2000, 5.0, priced_from_tables=True) == \
-        pytest.approx(3.5)
+        pytest.approx(7.0)
+    assert polish.unique_search_seconds(1000, 5.0, priced_from_tables=True) == \
+        pytest.approx(1.0)
