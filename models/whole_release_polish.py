@@ -47,8 +47,9 @@ MAX_KICKS = 10_000
 #: (models/whole_release_fixing.py, session 17) the model only gained from 45 s on (Adult
 #: first release, 2,000 rows, m = 2, share 0.7 -> 0.2: 60 s gap 61.4 -> 5.5 %, 20 s (b)
 #: 127.3 -> 145.5). With it (share 0.7 -> 0.2, samples 1-3): 2,000 rows at 20 s gaps 4.0,
-#: 3.6, 6.2 %, where the search alone left 45 %; at 10 s 38 %, 8 %, 39 % (the ladder has
-#: no time on two), so 2,000 rows need 15 s; 1,000 rows at 5 s 3.6, 2.8, 2.5 %.
+#: 3.6, 6.2 % (a second run 3.2, 5.2, 10.4 %), where the search alone left 45-54 %; at
+#: 10 s 38 %, 8 %, 39 % (the ladder has no time on two), so 2,000 rows need 15 s; 1,000
+#: rows at 5 s 3.6, 2.8, 2.5 %, where the search alone left 25-28 %.
 #: (The step's model gets the budget less the warm start.)
 TABLED_SECONDS_PER_PAIR = 7.5e-6
 
