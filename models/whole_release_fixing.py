@@ -64,9 +64,16 @@ LAST_STEP_SECONDS = 0.05
 #: cost may take (its SCIP run finds the incumbent and sometimes proves it).
 RESTRICTED_SHARE = 0.9
 #: The ladder of restricted MIPs (:func:`restricted_ladder`): pools of each row's
-#: LADDER_PER_ROW columns of least reduced cost, SCIP given LADDER_SECONDS_PER_COLUMN a
-#: column at least, from the table's LADDER_TABLE_PER_ROW x rows columns of least reduced
-#: cost and the LP's columns; it takes at most LADDER_SHARE of the time left.
+#: LADDER_PER_ROW columns of least reduced cost of each size, from the LP's columns and the
+#: table's LADDER_TABLE_PER_ROW x rows of least reduced cost; a pool is solved when SCIP
+#: has LADDER_SECONDS_PER_COLUMN a column (200 Adult rows, m = 3: 465-1,160 columns proven
+#: in 0.05-0.2 s, 1,900 in 1.5 s), and the ladder stops within LADDER_GAP of the bound.
+#: It takes the time left (LADDER_SHARE), at most LADDER_SECONDS or LADDER_BUDGET_SHARE
+#: of stage 2's budget, whichever is larger. At 1-5 s the fixing after it proves nothing
+#: at m = 3 anyway (a share of 0.5 left the ladder no time at 1 s: median gap 12.8 %
+#: against 2.6-5.5 %); at 10 s an uncapped ladder cost proofs (4 of ten proven against 6,
+#: capped at 1 s 6); at 60 s on 2,000 rows (m = 2) the 1 s cap left 109.9, a tenth of the
+#: budget 106.3.
 LADDER_PER_ROW = (1, 2, 4, 8, 16, 32)
 LADDER_SECONDS_PER_COLUMN = 1.5e-4
 LADDER_TABLE_PER_ROW = 40
@@ -93,7 +100,7 @@ def restricted_ladder(columns: Columns, pricer: TabledPricing, relaxed: Relaxati
     nothing better than the start (88.3) in 6,000-7,400 such columns within 0.5-2 s, nor in
     each row's 6 cheapest of any size (687 columns, 77.1 after 1.8 s), while each row's
     cheapest of each size gave 71.0 in 0.05 s (465 columns), 8 of each 67.4 in 0.2 s and
-    16 of each 67.2 in 1.5 s (the best known; the release's 30 s run ended at 67.4)."""
+    16 of each 67.2 in 1.5 s (the best known; a 30 s run before the ladder ended at 67.4)."""
     n = len(columns.problem.values)
     if pricer.table is not None:  # the table's cheapest, beside the LP's own columns
         table_rc = pricer.table.reduced_costs(relaxed)
@@ -175,7 +182,11 @@ def improve_and_prove(columns: Columns, radius: np.ndarray, relaxed: Relaxation,
                 deadline=time.perf_counter() + min(LADDER_SHARE * left(), max(
                     LADDER_SECONDS, LADDER_BUDGET_SHARE * time_limit)),
                 seed=seed)
+            # it added table columns: the later searches see them, priced by `relaxed`
             master = columns.master(radius)
+            rc = reduced_costs(master.members, master.cost, master.a_coef, relaxed.y,
+                               relaxed.y_a)
+            xs = np.pad(xs, (0, len(rc) - len(xs)))
             if not solved:
                 continue
         else:  # fix x* > 0.9 (dive) or nothing; the rest from the columns of least rc

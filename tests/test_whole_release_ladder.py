@@ -158,3 +158,22 @@ def test_ladder_runs_only_where_larger_groups_are_priced_by_extension(
     monkeypatch.setattr(whole_release, "TABLE_COLUMNS", 3_000_000)
     complete = solve_whole_release(first_release(seed, 14, 2), time_limit=20.0)
     assert "every column tabled" in complete.detail and calls == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_searches_after_the_ladder_see_its_columns(seed: int) -> None:
+    """Without a fixing bound (no pricing round finished) the restricted search after the
+    ladder runs on the master the ladder grew: it still returns a release, between the
+    optimum and the start."""
+    problem, columns, pricer, relaxed, start, start_cost = ladder_case(seed)
+    optimum = solve_whole_release(problem, time_limit=20.0)
+    before = len(columns.cost)
+    result = fixing.improve_and_prove(
+        columns, np.full(len(problem.values), -math.inf), relaxed, None, pricer, start,
+        start_cost, -math.inf, "LP", complete=False, limit=10**6, seed=seed,
+        started=fixing.time.perf_counter(), time_limit=10.0)
+    assert len(columns.cost) > before  # the ladder added the table's cheapest
+    master = columns.master(np.full(len(problem.values), -math.inf))
+    assert is_feasible(master, np.asarray(result.chosen))
+    assert optimum.objective_b - 1e-7 <= result.cost <= start_cost + 1e-9
+    assert result.status == "FEASIBLE" and "incumbent by" in result.note
