@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from test_whole_release_tables import extension_case, first_release
 
+from republish.datasets import dynamic_series, load_adult
 from republish.models import whole_release
 from republish.models import whole_release_fixing as fixing
 from republish.models.whole_release import solve_whole_release
@@ -25,6 +27,7 @@ from republish.models.whole_release_counts import (
 )
 from republish.models.whole_release_master import IncrementalMaster
 from republish.models.whole_release_restricted import is_feasible
+from republish.solver.m_invariance import publish_m_invariant
 
 
 def ladder_case(seed: int) -> tuple[Any, ...]:
@@ -177,3 +180,38 @@ def test_searches_after_the_ladder_see_its_columns(seed: int) -> None:
     assert is_feasible(master, np.asarray(result.chosen))
     assert optimum.objective_b - 1e-7 <= result.cost <= start_cost + 1e-9
     assert result.status == "FEASIBLE" and "incumbent by" in result.note
+
+
+def test_no_anchor_refinement_once_the_row_prices_settle_the_lp(
+        adult_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Column generation refines its anchors only after a round whose row-price floor
+    left room: the floor bounds every column, so a floor of 0 settles the LP. On a first
+    release of 200 Adult rows at m = 3 (the random instances above never leave an anchor
+    unsure) the last rounds settle it; refining then only took time."""
+    from republish.models import whole_release_tables as tables
+
+    calls: list[tuple[bool, float | None]] = []
+    real = tables.TabledPricing.price
+
+    def price(self: Any, *args: Any, **kwargs: Any) -> Any:
+        before = self.last_row_floor
+        result = real(self, *args, **kwargs)
+        refines = kwargs.get("anchors") is not None  # the fixing's call refines all anchors
+        calls.append((refines, before if refines else self.last_row_floor))
+        return result
+
+    monkeypatch.setattr(tables.TabledPricing, "price", price)
+    table, schema = load_adult("occupation", ["age", "sex", "education", "native-country"],
+                               directory=adult_dir.parent)
+    (microdata,) = dynamic_series(table, 200, 1, 1, 7)
+    step = publish_m_invariant(microdata, schema, 3, None, mode="auto", time_limit=5.0,
+                               rng=np.random.default_rng(7))
+    summary = step.summary()
+    assert summary["cost_bound"] <= summary["cost"] + 1e-9
+    rounds = [floor for refine, floor in calls if not refine]
+    assert len(rounds) >= 3 and all(floor is not None for floor in rounds)
+    tolerance = 1e-6 * max(1.0, float(summary["cost_bound"]))
+    assert -rounds[-1] <= tolerance  # the rounds end settled (the LP converged)
+    for refine, floor in calls:
+        if refine:  # the round just before it had room left
+            assert floor is not None and floor < -tolerance
