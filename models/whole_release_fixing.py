@@ -103,7 +103,7 @@ def restricted_ladder(columns: Columns, pricer: TabledPricing, relaxed: Relaxati
     16 of each 67.2 in 1.5 s (the best known; a 30 s run before the ladder ended at 67.4)."""
     n = len(columns.problem.values)
     if pricer.table is not None:  # the table's cheapest, beside the LP's own columns
-        table_rc = pricer.table.reduced_costs(relaxed)
+        table_rc = pricer.table_reduced_costs(relaxed)
         take = min(len(table_rc), LADDER_TABLE_PER_ROW * n)
         cheap = np.argpartition(table_rc, take - 1)[:take] if take < len(table_rc) \
             else np.arange(len(table_rc))

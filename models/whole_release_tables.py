@@ -244,6 +244,16 @@ class TabledPricing:
         self.columns = columns
         #: :meth:`row_floor` of the last pricing round's reduced costs (None: not valid)
         self.last_row_floor: float | None = None
+        self._table_rc: tuple[Relaxation, np.ndarray] | None = None
+
+    def table_reduced_costs(self, relaxed: Relaxation) -> np.ndarray:
+        """The table's reduced costs under ``relaxed`` (read only), kept for the last
+        duals: stage 2's last round, the ladder and the pool fixing price the same ones
+        (about 10 ms each on the 917,000 triples of 200 Adult rows at m = 3)."""
+        assert self.table is not None
+        if self._table_rc is None or self._table_rc[0] is not relaxed:
+            self._table_rc = (relaxed, self.table.reduced_costs(relaxed))
+        return self._table_rc[1]
 
     @property
     def bounds_by_subsets(self) -> bool:
@@ -295,7 +305,7 @@ class TabledPricing:
             least = priced[1]
         if self.table is not None and len(self.table.cost):
             table = self.table
-            rc = table.reduced_costs(relaxed)
+            rc = self.table_reduced_costs(relaxed)
             if anchors is None and self.bounds_by_subsets:
                 self.last_row_floor = self.row_floor(rc)
             tabled_least = table.least_per_anchor(rc, self.rows)
@@ -386,7 +396,7 @@ def fix_by_pool(columns: Columns, pricer: TabledPricing, duals: Relaxation, floo
     assert pricer.table is not None and pricer.prices_all
     started = time.perf_counter()
     table = pricer.table
-    rc = table.reduced_costs(duals)
+    rc = pricer.table_reduced_costs(duals)
     size = max(1, min(size, len(rc)))
     if size < len(rc):
         parted = np.argpartition(rc, size)

@@ -215,3 +215,29 @@ def test_no_anchor_refinement_once_the_row_prices_settle_the_lp(
     for refine, floor in calls:
         if refine:  # the round just before it had room left
             assert floor is not None and floor < -tolerance
+
+
+def test_table_reduced_costs_kept_for_the_last_duals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last round's pricing, the ladder and the pool fixing read the table's reduced
+    costs under the same duals: computed once per relaxation, equal to a fresh pass."""
+    from republish.models import whole_release_tables as tables
+
+    problem, columns, pricer, relaxed, start, start_cost = ladder_case(2)
+    passes: list[int] = []
+    real = tables.FamilyTable.reduced_costs
+
+    def counted(self: Any, duals: Any) -> np.ndarray:
+        passes.append(1)
+        return real(self, duals)
+
+    monkeypatch.setattr(tables.FamilyTable, "reduced_costs", counted)
+    fresh = real(pricer.table, relaxed)
+    assert np.array_equal(pricer.table_reduced_costs(relaxed), fresh)
+    pricer.price(relaxed, 0.0, 10**6, rc_of=lambda block: np.zeros(len(block)))
+    fixing.restricted_ladder(columns, pricer, relaxed, start, start_cost, -math.inf,
+                             deadline=fixing.time.perf_counter() + 10.0, seed=0)
+    assert passes == [1]
+    other = Relaxation(relaxed.y + 0.1, relaxed.y_a, relaxed.pi + 0.1, relaxed.rc, relaxed.x,
+                       relaxed.bound, relaxed.bound_radius)
+    assert np.array_equal(pricer.table_reduced_costs(other), real(pricer.table, other))
+    assert passes == [1, 1]
