@@ -33,17 +33,15 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from collections import defaultdict
-from datetime import date
 from typing import Any
 
 import numpy as np
 from ortools.graph.python import min_cost_flow
 from ortools.linear_solver import pywraplp
+from run_line import run_line  # benchmarks/ is the script's folder
 
 import republish.models.whole_release as whole_release
 from republish.datasets import dynamic_series, load_adult
@@ -243,8 +241,7 @@ def main() -> None:
             f"{100 * (1 - result['pairs'] / result['lp']):.1f} % | "
             f"{result['rounds']}, {result['seconds']:.0f} |")
         print(lines[-1], file=sys.stderr, flush=True)
-    command = "python benchmarks/bucket_assignment_lp.py " + " ".join(sys.argv[1:])
-    print(f"`{command}` — {platform.machine()}, {os.cpu_count()} cores, {date.today()}\n")
+    print(run_line())
     print("\n".join(lines))
 
 

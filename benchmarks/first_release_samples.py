@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from run_line import run_line  # benchmarks/ is the script's folder
 
 from republish.datasets import dynamic_series, load_adult
 from republish.schema import Schema
@@ -115,8 +113,7 @@ def main() -> None:
     frame = run(args.initial, args.m, args.time_limit, args.samples, args.mode, args.cold)
     if args.csv is not None:
         frame.to_csv(args.csv, index=False)
-    command = "python benchmarks/first_release_samples.py " + " ".join(sys.argv[1:])
-    print(f"`{command}` — {platform.machine()}, {os.cpu_count()} cores, {date.today()}\n")
+    print(run_line())
     print(markdown(frame))
 
 

@@ -14,13 +14,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
-from datetime import date
 
 import numpy as np
+from run_line import run_line  # benchmarks/ is the script's folder
 
 from republish.datasets import dynamic_series, load_adult
 from republish.solver.m_invariance import publish_m_invariant
@@ -62,8 +60,7 @@ def main() -> None:
         lines.append(f"| {m} | {totals['heuristic']} | {totals['auto']} | {offline.status} | "
                      f"{best} | {offline.bound:g} | {offline.variables} | {elapsed:.1f} |")
         print(lines[-1], file=sys.stderr, flush=True)
-    command = "python benchmarks/offline_series.py " + " ".join(sys.argv[1:])
-    print(f"`{command}` — {platform.machine()}, {os.cpu_count()} cores, {date.today()}\n")
+    print(run_line())
     print("\n".join(lines))
 
 

@@ -29,16 +29,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from output_paths import results_path  # benchmarks/ is the script's folder
+from run_line import run_line
 
 from republish.datasets import dynamic_series, load_adult, synthetic_census
 from republish.solver.m_invariance import publish_m_invariant
@@ -134,8 +132,7 @@ def main() -> None:
     out = results_path(args.csv, HERE / f"whole_release_{name}_{args.initial}.csv")
     frame.to_csv(out, index=False)
     print(f"rows written to {out}", file=sys.stderr)
-    command = "python benchmarks/whole_release_adult.py " + " ".join(sys.argv[1:])
-    print(f"`{command}` — {platform.machine()}, {os.cpu_count()} cores, {date.today()}\n")
+    print(run_line())
     print(markdown(frame))
 
 
