@@ -22,7 +22,11 @@ import republish.models.whole_release as whole_release
 from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
 from republish.models.whole_release_counts import BoxExtent
 from republish.models.whole_release_extent_tables import tabulated
-from republish.models.whole_release_subset_bound import subset_bound, subset_bound_applies
+from republish.models.whole_release_subset_bound import (
+    cheapest_groups,
+    subset_bound,
+    subset_bound_applies,
+)
 
 
 def first_release(seed: int, n: int | None = None) -> WholeReleaseProblem:
@@ -76,6 +80,51 @@ def test_relaxation_equals_the_enumerated_lp_and_bounds_the_optimum(seed: int) -
     # exact pricing: the LP over the generated groups is the LP over all of them
     assert found.bound == pytest.approx(expected, abs=1e-7)
     assert found.bound <= optimum[1] + 1e-9
+    # the pool handed to the model: m-row groups of distinct values, the LP's support kept
+    m = problem.m
+    assert found.pool.shape[1] == m and len(found.pool)
+    for group in found.pool:
+        assert len(set(problem.values[group].tolist())) == m
+        assert (np.diff(group) > 0).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 4), st.integers(1, 3))
+def test_start_holds_each_rows_cheapest_subsets_and_their_cheapest_extensions(
+        seed: int, subsets: int, extensions: int) -> None:
+    """Brute force over the (k)-row subsets of distinct values: every row's ``subsets``
+    cheapest (ties broken as the stable sort does) appear, each joined by each of its
+    ``extensions`` cheapest rows of a value it does not hold, and nothing else."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(5, 10)), int(rng.integers(1, 3))
+    points = rng.integers(0, 6, (n, 2)) / 6
+    values = rng.integers(0, k + 2, n)
+    measure = tabulated(BoxExtent(points))
+    base = np.array([s for s in itertools.combinations(range(n), k)
+                     if len(set(values[list(s)].tolist())) == k], dtype=np.int64).reshape(-1, k)
+    extent = np.array([measure(s) for s in base]) if len(base) else np.zeros(0)
+    found = cheapest_groups(base, extent, values, measure, subsets, extensions)
+    expected = set()
+    by_extent = np.argsort(extent, kind="stable")
+    for row in range(n):
+        mine = [i for i in by_extent if row in base[i]][:subsets]
+        for i in mine:
+            others = [r for r in range(n) if values[r] not in set(values[base[i]].tolist())]
+            joined = sorted(others, key=lambda r: measure(np.append(base[i], r)))
+            cut = [measure(np.append(base[i], r)) for r in joined][:extensions]
+            for r in others:
+                if cut and measure(np.append(base[i], r)) <= cut[-1] + 1e-12:
+                    expected.add(tuple(sorted([*base[i].tolist(), r])))
+            chosen = {tuple(g) for g in found.tolist() if set(base[i].tolist()) <= set(g)}
+            # ties at the cut may go either way; below it every extension is there
+            for r in joined[:extensions]:
+                if measure(np.append(base[i], r)) < cut[-1] - 1e-12:
+                    assert tuple(sorted([*base[i].tolist(), r])) in chosen
+            assert sum(1 for g in chosen if set(g) - set(base[i].tolist())) >= \
+                min(extensions, len(others))
+    for group in found.tolist():
+        assert group == sorted(group) and len(set(values[group].tolist())) == k + 1
+        assert tuple(group) in expected
 
 
 def test_a_larger_group_is_covered_fractionally() -> None:
@@ -135,3 +184,20 @@ def test_model_runs_the_relaxation_where_groups_do_not_fit(seed: int) -> None:
     assert "m-row relaxation" in solution.detail
     assert solution.status_b == "OPTIMAL"
     assert solution.objective_b == pytest.approx(optimum[1], abs=1e-7)
+
+
+@pytest.mark.parametrize(("time_limit", "runs_expected"), [(2.0, 0), (3.0, 1)])
+def test_relaxation_needs_its_seconds(time_limit: float, runs_expected: int) -> None:
+    """SUBSET_SHARE of the budget must reach SUBSET_SECONDS: a 2 s release (1 s for the
+    relaxation, which bounded no 200-row Adult sample at m = 4) leaves it out, 3 s runs it."""
+    problem = first_release(4, n=9)
+    runs = []
+
+    def recorded(*args: object, **kwargs: object) -> object:
+        runs.append(subset_bound(*args, **kwargs))  # type: ignore[arg-type]
+        return runs[-1]
+
+    with mock.patch.object(whole_release, "TABLE_COLUMNS", 10), \
+            mock.patch.object(whole_release, "subset_bound", recorded):
+        solve_whole_release(problem, time_limit=time_limit)
+    assert len(runs) == runs_expected
