@@ -186,10 +186,11 @@ def test_model_runs_the_relaxation_where_groups_do_not_fit(seed: int) -> None:
     assert solution.objective_b == pytest.approx(optimum[1], abs=1e-7)
 
 
-@pytest.mark.parametrize(("time_limit", "runs_expected"), [(2.0, 0), (3.0, 1)])
+@pytest.mark.parametrize(("time_limit", "runs_expected"), [(2.0, 0), (2.6, 1)])
 def test_relaxation_needs_its_seconds(time_limit: float, runs_expected: int) -> None:
     """SUBSET_SHARE of the budget must reach SUBSET_SECONDS: a 2 s release (1 s for the
-    relaxation, which bounded no 200-row Adult sample at m = 4) leaves it out, 3 s runs it."""
+    relaxation, which bounded no 200-row Adult sample at m = 4) leaves it out, 2.6 s (what a
+    3 s release step leaves the model) runs it."""
     problem = first_release(4, n=9)
     runs = []
 
