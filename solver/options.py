@@ -49,7 +49,8 @@ class Deadline:
 
 #: Policies for the groups of a release without old rows (:attr:`SolveOptions.first_release`).
 #: ``buckets``: the model starts from the paper's buckets and may choose any signatures
-#: where it runs on every row (an exact m-unique partition of a small table);
+#: where it runs on every row (an exact m-unique partition of a table of up to 2,000 rows;
+#: under ``auto`` up to AUTO_FREE_ROWS, and within the paper's buckets above);
 #: ``keep-buckets``: the model regroups within the paper's buckets (few signatures, fewer
 #: counterfeits later); ``compact``: it starts from locality-first groups.
 FIRST_RELEASES = ("buckets", "keep-buckets", "compact")

@@ -231,7 +231,9 @@ def release(
         str,
         typer.Option("--first-release", help="m-invariance with --solver auto|exact: the "
                      "groups of a release without old rows: 'buckets' (start from the paper's "
-                     "steps; a small release is partitioned exactly, default), "
+                     "steps; a release of up to 2,000 rows is partitioned exactly, with "
+                     "--solver auto up to 400 and within the paper's buckets above, "
+                     "default), "
                      "'keep-buckets' (regroup within the paper's buckets: fewer counterfeits "
                      "later) or 'compact' (locality first: far less generalization now, "
                      "more counterfeits later; benchmarks/RESULTS.md)."),

@@ -1,0 +1,67 @@
+"""``auto`` runs the whole-release model on releases of up to WHOLE_MODEL_ROWS rows, as
+``exact`` does, and under the default first-release policy keeps the paper's buckets for a
+first release above AUTO_FREE_ROWS rows (``keep-buckets``): free partitions there cost the
+next releases several times the counterfeits (benchmarks/RESULTS.md, session 18)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import republish
+from republish.models.whole_release import WHOLE_MODEL_ROWS, WholeReleaseProblem
+from republish.solver.m_invariance import publish_m_invariant
+from republish.solver.m_invariance_whole import AUTO_FREE_ROWS, AUTO_WHOLE_ROWS, _auto_policy
+from republish.solver.options import SolveOptions
+
+
+def problem_of(rows: int, old: bool) -> WholeReleaseProblem:
+    rng = np.random.default_rng(rows)
+    values = np.arange(rows) % 3
+    bucket = np.full(rows, -1)
+    signatures: tuple[frozenset[int], ...] = ()
+    if old:
+        bucket[:3] = 0
+        signatures = (frozenset({0, 1, 2}),)
+    return WholeReleaseProblem(rng.random((rows, 2)), values, bucket, signatures, 3, 3)
+
+
+def test_auto_runs_the_model_as_far_as_exact_does() -> None:
+    assert AUTO_WHOLE_ROWS == WHOLE_MODEL_ROWS
+    assert AUTO_FREE_ROWS < AUTO_WHOLE_ROWS
+
+
+@pytest.mark.parametrize(("mode", "policy", "rows", "old", "expected"), [
+    ("auto", "buckets", AUTO_FREE_ROWS + 1, False, "keep-buckets"),
+    ("auto", "buckets", AUTO_FREE_ROWS, False, "buckets"),  # small: partitioned freely
+    ("auto", "buckets", AUTO_FREE_ROWS + 1, True, "buckets"),  # a later release
+    ("exact", "buckets", AUTO_FREE_ROWS + 1, False, "buckets"),  # exact: what was asked
+    ("auto", "compact", AUTO_FREE_ROWS + 1, False, "compact"),  # an explicit policy stays
+])
+def test_policy_of_a_first_release(mode: str, policy: str, rows: int, old: bool,
+                                   expected: str) -> None:
+    solve = SolveOptions(mode=mode, first_release=policy)  # type: ignore[arg-type]
+    assert _auto_policy(solve, problem_of(rows, old)).first_release == expected
+    assert dataclasses.replace(solve, first_release=expected) == \
+        _auto_policy(solve, problem_of(rows, old))
+
+
+def test_auto_improves_a_first_release_of_several_hundred_rows_within_the_buckets() -> None:
+    """450 rows, m = 3: ``auto`` runs the model (it did not above 400 rows), regrouping
+    within the paper's buckets, so the answer is no worse than the heuristic's and keeps
+    its signatures; ``exact`` partitions freely and is cheaper still."""
+    table, schema = republish.synthetic_census(450, seed=3)
+    steps = {mode: publish_m_invariant(table, schema, 3, mode=mode, time_limit=2.0,  # type: ignore[arg-type]
+                                       rng=np.random.default_rng(1))
+             for mode in ("heuristic", "auto", "exact")}
+    details = {mode: step.certificate.detail for mode, step in steps.items()}
+    assert "whole-release model" not in details["heuristic"]
+    assert "whole-release model" in details["auto"] and "keep-buckets" in details["auto"]
+    assert "whole-release model" in details["exact"] and "keep-buckets" not in details["exact"]
+    cost = {mode: step.summary()["cost"] for mode, step in steps.items()}
+    assert cost["auto"] <= cost["heuristic"] + 1e-9
+    assert cost["exact"] <= cost["auto"] + 1e-9
+    signatures = {mode: len(step.state.signatures) for mode, step in steps.items()}
+    assert signatures["auto"] == signatures["heuristic"] <= signatures["exact"]
