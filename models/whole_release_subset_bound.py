@@ -208,7 +208,8 @@ def cheapest_groups(base: np.ndarray, base_extent: np.ndarray, values: np.ndarra
     m = 4: LP 155.4 for four rounds, the first complete round after 3 s, converged at
     5.4 s). Each row's cheap groups start it near its value (132.7) and it converged at
     2.6 s."""
-    if not len(base) or getattr(measure, "joined", None) is None:
+    join = getattr(measure, "joined", None)  # the vectorized extents offer it
+    if not len(base) or join is None:
         return np.zeros((0, base.shape[1] + 1), dtype=np.int64)
     n, k = len(values), base.shape[1]
     by_extent = np.argsort(base_extent, kind="stable")
@@ -218,7 +219,7 @@ def cheapest_groups(base: np.ndarray, base_extent: np.ndarray, values: np.ndarra
     ranked = rows[order]
     rank = np.arange(len(order)) - np.searchsorted(ranked, ranked, side="left")
     chosen = base[by_extent[np.unique(order[rank < subsets] // k)]]
-    joined = np.asarray(measure.joined(chosen, np.arange(n)), dtype=np.float64)
+    joined = np.asarray(join(chosen, np.arange(n)), dtype=np.float64)
     taken = (values[:, None, None] == values[chosen][None, :, :]).any(axis=2)
     joined[taken] = np.inf  # a row of a value the subset holds (itself included)
     extensions = min(extensions, n - k)
