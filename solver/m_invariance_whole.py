@@ -42,8 +42,9 @@ __all__ = ["AUTO_FREE_ROWS", "AUTO_SLOT_ROWS", "AUTO_WHOLE_ROWS", "BOUND_ROWS",
 
 #: ``auto``: the whole-release model runs on releases of at most this many rows, as in
 #: ``exact``. It was 400, and ``auto`` answered releases of 401-2,000 rows with the paper's
-#: heuristic in 0.1-2.3 s of a 10 s budget: 1,000 Adult rows, first release, (b) 787 / 1,162
-#: / 1,581 (m = 2 / 3 / 4) against the model's 68 / 181 / 365 (session 18).
+#: pipeline and its per-bucket exact steps in 0.1-4.5 s of a 10 s budget: 1,000 Adult rows,
+#: first release, (b) 787 / 1,162 / 1,581 (m = 2 / 3 / 4) against the model's 68 / 181 /
+#: 365; series of 1,000-2,000 rows 1-11 % below the heuristic, now 15-32 % (session 18).
 AUTO_WHOLE_ROWS = WHOLE_MODEL_ROWS
 #: ``auto`` under the default policy ``buckets``: a release without old rows is partitioned
 #: freely up to this many rows, and above it regrouped within the paper's buckets
