@@ -381,7 +381,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         grace = started + time_limit + min(1.0, 0.1 * time_limit)
         bound_b = max(0.0, scip_bound, subset.bound if subset is not None else 0.0,
                       lower_bound_b(problem, measure, incumbent.a, weight, deadline=grace,
-                                    groups=best.groups),
+                                    groups=best.groups, then_search=True),
                       cycle_cover_bound(problem, measure, float(incumbent.a), weight,
                                         deadline=grace)
                       if len(problem.values) <= CYCLE_COVER_ROWS and (
