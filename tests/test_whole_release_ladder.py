@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_whole_release_model import random_later_release
 from test_whole_release_tables import extension_case, first_release
 
 from republish.datasets import dynamic_series, load_adult
@@ -243,28 +244,6 @@ def test_table_reduced_costs_kept_for_the_last_duals(monkeypatch: pytest.MonkeyP
     assert passes == [1, 1]
 
 
-def later_release(seed: int) -> whole_release.WholeReleaseProblem:
-    """A release with old rows at m = 3: four buckets of one to three old rows per value of
-    their signature, 14 new rows; small enough for a table of every column."""
-    rng = np.random.default_rng(seed)
-    m, domain = 3, 5
-    values: list[int] = []
-    bucket: list[int] = []
-    signatures = []
-    for b in range(4):
-        sigma = sorted(rng.choice(domain, m, replace=False).tolist())
-        signatures.append(frozenset(sigma))
-        rows = [v for v in sigma for _ in range(int(rng.integers(1, 4)))]
-        values += rows
-        bucket += [b] * len(rows)
-    new = rng.integers(0, domain, 14).tolist()
-    values += new
-    bucket += [-1] * len(new)
-    points = rng.integers(0, 12, (len(values), 2)) / 12
-    return whole_release.WholeReleaseProblem(points, np.array(values), np.array(bucket),
-                                             tuple(signatures), m, domain)
-
-
 def test_ladder_runs_on_later_releases_and_its_release_goes_to_the_fixing(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """With old rows and a table of every column, stage 2 calls the ladder, and once the
@@ -286,7 +265,8 @@ def test_ladder_runs_on_later_releases_and_its_release_goes_to_the_fixing(
     monkeypatch.setattr(fixing, "fix_by_pool", pool)
     laddered = 0
     for seed in (2, 8, 13, 21):
-        problem = later_release(seed)
+        problem = random_later_release(seed, buckets=4, domain=5, most_per_value=3, new=14,
+                                       grid=12)
         calls.clear()
         tabled = solve_whole_release(problem, time_limit=20.0)
         assert "every column tabled" in tabled.detail

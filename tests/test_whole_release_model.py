@@ -132,6 +132,33 @@ def brute_force(problem: WholeReleaseProblem) -> tuple[Fraction, float] | None:
     return best((1 << len(problem.values)) - 1)
 
 
+def random_later_release(seed: int, *, buckets: int, domain: int, most_per_value: int,
+                         new: int, grid: int, short: bool = False, m: int = 3
+                         ) -> WholeReleaseProblem:
+    """A release with old rows: ``buckets`` buckets of m values, each holding 1 to
+    ``most_per_value`` old rows per value (with ``short``, a bucket's last value one row
+    short half the time: a counterfeit or a new row must fill it), ``new`` new rows, points
+    on a ``grid`` x ``grid`` grid."""
+    rng = np.random.default_rng(seed)
+    values: list[int] = []
+    bucket: list[int] = []
+    signatures = []
+    for b in range(buckets):
+        sigma = sorted(rng.choice(domain, m, replace=False).tolist())
+        signatures.append(frozenset(sigma))
+        rows = [v for v in sigma for _ in range(int(rng.integers(1, most_per_value + 1)))]
+        if short and rng.random() < 0.5:
+            rows = rows[:-1]
+        values += rows
+        bucket += [b] * len(rows)
+    fresh = rng.integers(0, domain, new).tolist()
+    values += fresh
+    bucket += [-1] * len(fresh)
+    points = rng.integers(0, grid, (len(values), 2)) / grid
+    return WholeReleaseProblem(points, np.array(values), np.array(bucket), tuple(signatures),
+                               m, domain)
+
+
 def random_release(problem: WholeReleaseProblem, seed: int
                    ) -> tuple[list[list[int]], list[int]]:
     """A random valid release (for hints), built from the valid groups only."""
