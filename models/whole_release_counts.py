@@ -268,9 +268,7 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
             (np.repeat(part, len(rows)), np.tile(rows, len(part)))
             for part in np.split(grow, np.arange(per_block, len(grow), per_block))]
         kept = []
-        for parent, row in blocks:
-            if not len(parent):
-                continue
+        for parent, row in blocks:  # an empty block keeps the arrays' shapes
             if time.perf_counter() > deadline:
                 return None
             taken = row >= 0
@@ -308,11 +306,6 @@ def enumerate_columns(problem: WholeReleaseProblem, family: Family, *, limit: in
                          new_old[ok], new_paid[ok], new_low[ok], new_high[ok]))
             if sum(len(k[0]) for k in kept) > limit:
                 return None
-        if not kept:  # no candidate at all: nothing is left to extend
-            members = np.zeros((0, members.shape[1] + 1), dtype=np.int64)
-            size, has_old, paid = np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0)
-            low, high = low[:0], high[:0]
-            continue
         members, size, has_old, paid, low, high = (
             np.concatenate([k[i] for k in kept]) for i in range(6))
     chosen = (size >= max(family.lo, 1)) & (has_old | np.bool_(not family.need_old))
