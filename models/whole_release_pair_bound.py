@@ -311,9 +311,8 @@ def pair_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
     charge = price * (most_fake if complete else fake_pairings(signatures, cf_max, parts))
     found = PairBound(max(float(sum(per_pair.values())) - charge, 0.0), per_pair, complete,
                       time.perf_counter() - started, rounds, charge)
-    took = time.perf_counter() - started
     if then_search and priced and may_search and complete and \
-            SEARCH_AFTER_PRICED * took <= weights_until - time.perf_counter():
+            SEARCH_AFTER_PRICED * found.wall_time_s <= weights_until - time.perf_counter():
         searched_too = pair_bound(problem, extent, a_star, deadline=deadline,
                                   weights_deadline=weights_until, unpriced=True)
         if searched_too.complete and searched_too.bound > found.bound:
