@@ -17,6 +17,7 @@ Usage::
 
     python benchmarks/first_release_samples.py --m 2 --time-limit 1 2 --samples 10
     python benchmarks/first_release_samples.py --m 2 --time-limit 1 --samples 10 --cold
+    python benchmarks/first_release_samples.py --m 4 --time-limit 2 3 --samples 10 --workers 2
 """
 
 from __future__ import annotations
@@ -46,11 +47,12 @@ def sample_of(initial: int, seed: int, table: pd.DataFrame) -> pd.DataFrame:
 
 
 def release(microdata: pd.DataFrame, schema: Schema, seed: int, m: int, limit: float,
-            mode: str) -> dict[str, object]:
+            mode: str, workers: int = 1) -> dict[str, object]:
     """The first release of sample ``seed``: its (b), status, bound, gap and wall time."""
     started = time.perf_counter()
     step = publish_m_invariant(microdata, schema, m, None, mode=mode,  # type: ignore[arg-type]
-                               time_limit=limit, rng=np.random.default_rng(seed))
+                               time_limit=limit, rng=np.random.default_rng(seed),
+                               workers=workers)
     wall = time.perf_counter() - started
     summary = step.summary()
     return {"sample": seed, "m": m, "time_limit": limit, "b": summary["cost"],
@@ -59,7 +61,7 @@ def release(microdata: pd.DataFrame, schema: Schema, seed: int, m: int, limit: f
 
 
 def run(initial: int, ms: list[int], limits: list[float], samples: int, mode: str,
-        cold: bool = False) -> pd.DataFrame:
+        cold: bool = False, workers: int = 1) -> pd.DataFrame:
     rows = []
     # Adult and each sample read once, for every m and budget (a --cold child reads its own)
     table, schema = load_adult(sensitive="occupation", qis=QIS)
@@ -70,10 +72,11 @@ def run(initial: int, ms: list[int], limits: list[float], samples: int, mode: st
                 if cold:  # a new interpreter per release, as the command line runs one
                     done = subprocess.run(
                         [sys.executable, __file__, "--one", str(initial), str(seed), str(m),
-                         str(limit), mode], check=True, capture_output=True, text=True)
+                         str(limit), mode, str(workers)],
+                        check=True, capture_output=True, text=True)
                     rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
                 else:
-                    rows.append(release(microdata, schema, seed, m, limit, mode))
+                    rows.append(release(microdata, schema, seed, m, limit, mode, workers))
                 print(rows[-1], file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
@@ -102,15 +105,19 @@ def main() -> None:
     parser.add_argument("--csv", type=Path, default=None)
     parser.add_argument("--cold", action="store_true",
                         help="run each release in a new Python process")
-    parser.add_argument("--one", nargs=5, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="cores a release step may use (from 2, a first release at "
+                             "m >= 4 runs its m-row relaxation in a second process)")
+    parser.add_argument("--one", nargs=6, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:  # a --cold child: one release, its row as JSON
-        initial, seed, m, limit, mode = args.one
+        initial, seed, m, limit, mode, workers = args.one
         table, schema = load_adult(sensitive="occupation", qis=QIS)
         print(json.dumps(release(sample_of(int(initial), int(seed), table), schema,
-                                 int(seed), int(m), float(limit), mode)))
+                                 int(seed), int(m), float(limit), mode, int(workers))))
         return
-    frame = run(args.initial, args.m, args.time_limit, args.samples, args.mode, args.cold)
+    frame = run(args.initial, args.m, args.time_limit, args.samples, args.mode, args.cold,
+                args.workers)
     if args.csv is not None:
         frame.to_csv(args.csv, index=False)
     print(run_line())

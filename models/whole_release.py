@@ -91,6 +91,7 @@ from republish.models.whole_release_bound import (
     rational_weight,
     whole_release_bound,
 )
+from republish.models.whole_release_bound_process import run_beside
 from republish.models.whole_release_columns import (
     POOL_PER_ROW,
     Columns,
@@ -101,7 +102,11 @@ from republish.models.whole_release_counts import count_columns, realize_counts
 from republish.models.whole_release_extent_tables import box_point_lengths, tabulated
 from republish.models.whole_release_large import solve_by_neighbourhoods
 from republish.models.whole_release_pair_bound import lower_bound_b
-from republish.models.whole_release_polish import regroup_new_release, unique_search_seconds
+from republish.models.whole_release_polish import (
+    POLISH_SHARE,
+    polished_start,
+    unique_search_seconds,
+)
 from republish.models.whole_release_pricing import nearest_columns
 from republish.models.whole_release_problem import (
     WholeReleaseProblem,
@@ -111,8 +116,11 @@ from republish.models.whole_release_problem import (
     group_signature,
     release_problems,
 )
-from republish.models.whole_release_slots import trade_slots
-from republish.models.whole_release_subset_bound import subset_bound, subset_bound_applies
+from republish.models.whole_release_subset_bound import (
+    SubsetBound,
+    subset_bound,
+    subset_bound_applies,
+)
 from republish.models.whole_release_tables import TABLE_COLUMNS, TabledPricing, table_limit
 
 __all__ = [
@@ -140,10 +148,6 @@ WHOLE_MODEL_ROWS = 2_000
 #: (m = 2: 25.45, 38.32, 35.30 against cycle covers of 22.57, 32.29, 31.18; m = 3 at 1 s:
 #: 57.8-69.8 against 27.6-31.2), and stage 2 needs the time to prove.
 BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
-#: Releases the model solves: at most this share of the budget polishes the start by slot
-#: trades, which stop after POLISH_PATIENCE assignments without a gain (a release without
-#: old rows: the free regrouping of models/whole_release_polish.py takes more).
-POLISH_SHARE = 0.05
 #: A release without old rows whose m-row groups do not fit in a table gives this share of
 #: its budget to the m-row relaxation (:mod:`republish.models.whole_release_subset_bound`),
 #: up to this many rows (200 Adult rows at m = 4 converge in 1.7-2.6 s from each row's
@@ -153,7 +157,10 @@ POLISH_SHARE = 0.05
 #: 53-56 % from the row bound). The model's budget is what the release step leaves it
 #: (about 2.9 s of 3 s), hence 1.25 s and not 1.5 s.
 SUBSET_SHARE, SUBSET_ROWS, SUBSET_SECONDS = 0.5, 400, 1.25
-POLISH_PATIENCE = 200
+#: With ``workers >= 2`` and a budget of at least SUBSET_BESIDE_SECONDS, the relaxation runs
+#: in a second process (:func:`~republish.models.whole_release_bound_process.run_beside`)
+#: until SUBSET_BESIDE_MARGIN of the budget is left, and the model keeps the whole budget.
+SUBSET_BESIDE_SECONDS, SUBSET_BESIDE_MARGIN = 1.5, 0.05
 #: With the box extent the missing columns are priced exactly, so the start need not hold
 #: them all: at most this many (200 rows, m = 3: the 196,000 columns of extent <= 0.63
 #: took 2 s per LP), plus each row's nearest columns up to NEAREST_START_ROWS rows.
@@ -181,30 +188,6 @@ def _check_hint(problem: WholeReleaseProblem, hint: Hint | WholeReleaseSolution
     if broken:
         raise _error("solve_whole_release", "hint", "a valid release", "; ".join(broken[:3]))
     return rows, late
-
-
-def _polished(problem: WholeReleaseProblem, incumbent: Candidate, candidates: list[Candidate],
-              weight: Fraction, measure: Extent, *, deadline: float, seed: int) -> Candidate:
-    """The incumbent regrouped freely when the release has no old rows
-    (:mod:`republish.models.whole_release_polish`), else after slot trades
-    (:mod:`republish.models.whole_release_slots`): a cheaper start gives the model a
-    smaller gap to close by reduced-cost fixing."""
-    if len(incumbent.groups) < 2 or time.perf_counter() >= deadline:
-        return incumbent
-    regrouped = regroup_new_release(problem, list(incumbent.groups), measure,
-                                    deadline=deadline, seed=seed)
-    if regrouped is not None:
-        groups = regrouped
-    else:
-        traded = trade_slots(problem, incumbent.groups, deadline=deadline, seed=seed,
-                             extent=measure, patience=POLISH_PATIENCE)
-        if not traded.improved:
-            return incumbent
-        groups = list(traded.groups)
-    a, b = release_objectives(problem, groups, len(incumbent.deferred), weight, measure)
-    polished = Candidate(a, b, groups, incumbent.deferred, "model")
-    candidates.append(polished)
-    return min(candidates, key=lambda c: (c.a, c.b))
 
 
 def _pricing_problem(problem: WholeReleaseProblem, extent: Extent | None, table: Extent
@@ -300,15 +283,21 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         count_columns(f, counts.is_new) for f in smallest) <= TABLE_COLUMNS
     polish = POLISH_SHARE * time_limit if (problem.bucket >= 0).any() or tabled else \
         unique_search_seconds(len(problem.values), time_limit, priced_from_tables=extendable)
-    incumbent = _polished(problem, incumbent, candidates, weight, measure,
-                          deadline=time.perf_counter() + polish, seed=seed)
     # groups of m rows do not fit in a table, so column generation proves no LP bound: the
-    # relaxation over m-row groups alone does, priced from the (m - 1)-row subsets
+    # relaxation over m-row groups alone does, priced from the (m - 1)-row subsets; on a
+    # second core for the whole budget, else first for its share
+    relaxes = not extendable and len(problem.values) <= SUBSET_ROWS and \
+        subset_bound_applies(problem, a_star, table)
+    beside = run_beside(subset_bound, problem, table, incumbent.groups,
+                        deadline=started + (1 - SUBSET_BESIDE_MARGIN) * time_limit,
+                        accepts=lambda answer: isinstance(answer, SubsetBound),
+                        report="report") \
+        if relaxes and workers >= 2 and time_limit >= SUBSET_BESIDE_SECONDS else None
+    incumbent = polished_start(problem, incumbent, candidates, weight, measure,
+                               deadline=time.perf_counter() + polish, seed=seed)
     subset = subset_bound(problem, table, incumbent.groups,
                           deadline=time.perf_counter() + SUBSET_SHARE * time_limit) \
-        if not extendable and len(problem.values) <= SUBSET_ROWS and \
-        SUBSET_SHARE * time_limit >= SUBSET_SECONDS and \
-        subset_bound_applies(problem, a_star, table) else None
+        if relaxes and beside is None and SUBSET_SHARE * time_limit >= SUBSET_SECONDS else None
     # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
     # points, which must bound the extent from below (equal for the box extent).
     pricing = _pricing_problem(problem, extent, table)
@@ -386,6 +375,12 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
                                         deadline=grace)
                       if len(problem.values) <= CYCLE_COVER_ROWS and (
                           not pricer.bounds_by_subsets or scip_bound <= 0) else 0.0)
+    if beside is not None:  # the relaxation beside has had the budget (a proven release
+        # waits for nothing); its bounds so far came as they rose
+        subset = beside.collect(time.perf_counter() if status_b == "OPTIMAL" else
+                                started + time_limit)
+        if subset is not None and status_b != "OPTIMAL":
+            bound_b = max(bound_b, subset.bound)
     if subset is not None:
         detail += (f"; m-row relaxation: {subset.bound:.6g} after {subset.rounds} rounds"
                    f"{' (converged)' if subset.converged else ''}")

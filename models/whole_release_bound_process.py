@@ -1,4 +1,4 @@
-"""The (b) bound of a large release step computed in a second process, beside its search.
+"""Bounds on (b) computed in a second process, beside a release step's search.
 
 A release too large for the set-partitioning model (:mod:`republish.models.whole_release_
 large`) spends its budget on two independent jobs: the search for a cheaper release and
@@ -9,10 +9,16 @@ and OR-Tools code holding the GIL (two threads computing the pair bound take twi
 time of one), so with ``workers >= 2`` the bound runs in a forked child process for the
 whole budget while the parent searches for the whole budget.
 
+The m-row relaxation of a first release (:mod:`republish.models.whole_release_subset_
+bound`, m >= 4) runs the same way beside the set-partitioning model (:func:`run_beside`):
+there the model's incumbent comes from its local search and its restricted MIPs, which
+gain from the seconds the relaxation would otherwise take first.
+
 The child inherits the problem by ``fork`` (nothing is pickled on the way in) and sends
-back one float. Where a child cannot be forked (no ``fork`` start method, a daemonic
-parent such as a pool worker, no resources) :func:`bound_beside` returns None and the
-caller computes the bound in its own process as before. A child that fails, or does not
+back its answer: one float, or the relaxation's result. Where a child cannot be forked (no
+``fork`` start method, a daemonic parent such as a pool worker, no resources)
+:func:`run_beside` returns None and the caller computes the bound in its own process as
+before. A child that fails, or does not
 answer by the deadline, yields None as well: a certificate then carries a weaker bound,
 never a wrong one. ``time.perf_counter`` is the system's monotonic clock on Linux, so the
 parent's deadlines hold in the child.
@@ -22,12 +28,12 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,27 +43,30 @@ from republish.models.whole_release_pair_bound import lower_bound_b
 if TYPE_CHECKING:
     from republish.models.whole_release_problem import WholeReleaseProblem
 
-__all__ = ["PendingBound", "bound_beside"]
+__all__ = ["Pending", "bound_beside", "run_beside"]
 
 
 @dataclass
-class PendingBound:
-    """A bound being computed in ``process``; its value arrives on ``receiver``."""
+class Pending:
+    """A job running in ``process``; its answer arrives on ``receiver``, and ``accepts``
+    says which answers are kept."""
 
     process: BaseProcess
     receiver: Connection
+    accepts: Callable[[object], bool]
 
-    def collect(self, deadline: float) -> float | None:
-        """The child's bound, waiting for it until ``deadline`` (``perf_counter``); None
-        when it failed or did not answer in time. The child is gone afterwards."""
-        value: float | None = None
-        try:
-            if self.receiver.poll(max(deadline - time.perf_counter(), 0.0)):
+    def collect(self, deadline: float) -> Any:
+        """The child's answer, waiting for it until ``deadline`` (``perf_counter``); None
+        when it failed, did not answer in time or answered what ``accepts`` refuses. The
+        child is gone afterwards."""
+        value: object = None
+        try:  # the last answer sent before the child ended (EOF) or the deadline came
+            while self.receiver.poll(max(deadline - time.perf_counter(), 0.0)):
                 answer = self.receiver.recv()
-                value = float(answer) if isinstance(answer, int | float) and \
-                    not isinstance(answer, bool) else None
+                if answer is not None and self.accepts(answer):
+                    value = answer
         except (EOFError, OSError):
-            value = None
+            pass
         finally:
             self.receiver.close()
             if self.process.is_alive():
@@ -66,14 +75,10 @@ class PendingBound:
         return value
 
 
-def _compute(sender: Connection, problem: WholeReleaseProblem, extent: Extent | None,
-             a_star: float | Fraction, weight: Fraction, deadline: float,
-             weights_deadline: float,
-             groups: Sequence[np.ndarray] | None) -> None:
+def _compute(sender: Connection, job: Callable[..., object], args: tuple[object, ...],
+             kwargs: dict[str, object], report: str | None) -> None:
     try:
-        value: float | None = lower_bound_b(problem, extent, a_star, weight,
-                                            deadline=deadline,
-                                            weights_deadline=weights_deadline, groups=groups)
+        value = job(*args, **kwargs, **({report: sender.send} if report else {}))
     except Exception:  # the parent falls back to its own bound
         value = None
     try:
@@ -82,18 +87,20 @@ def _compute(sender: Connection, problem: WholeReleaseProblem, extent: Extent | 
         sender.close()
 
 
-def bound_beside(problem: WholeReleaseProblem, extent: Extent | None, a_star: float | Fraction,
-                 weight: Fraction, *, deadline: float, weights_deadline: float,
-                 groups: Sequence[np.ndarray] | None = None) -> PendingBound | None:
-    """Start :func:`~republish.models.whole_release_pair_bound.lower_bound_b` with these
-    arguments in a forked child process; None where no child can be started."""
+def run_beside(job: Callable[..., object], *args: object,
+               accepts: Callable[[object], bool] = lambda _: True, report: str | None = None,
+               **kwargs: object) -> Pending | None:
+    """Start ``job(*args, **kwargs)`` in a forked child process; None where no child can be
+    started. Its answer must pickle (it comes back through a pipe). ``report``: the name
+    of a keyword of ``job`` taking a callable through which it sends answers on the way
+    (a bound after each round): :meth:`Pending.collect` keeps the last one that arrived,
+    so a child still busy at the deadline has not worked for nothing."""
     if "fork" not in multiprocessing.get_all_start_methods():
         return None
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(
-        target=_compute, args=(sender, problem, extent, a_star, weight, deadline,
-                               weights_deadline, groups), daemon=True)
+    process = context.Process(target=_compute, args=(sender, job, args, kwargs, report),
+                              daemon=True)
     try:
         process.start()
     except (AssertionError, OSError):  # a daemonic parent may not fork; out of resources
@@ -101,4 +108,17 @@ def bound_beside(problem: WholeReleaseProblem, extent: Extent | None, a_star: fl
         sender.close()
         return None
     sender.close()  # the child holds its own end: EOF reaches the parent if it dies
-    return PendingBound(process, receiver)
+    return Pending(process, receiver, accepts)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def bound_beside(problem: WholeReleaseProblem, extent: Extent | None, a_star: float | Fraction,
+                 weight: Fraction, *, deadline: float, weights_deadline: float,
+                 groups: Sequence[np.ndarray] | None = None) -> Pending | None:
+    """Start :func:`~republish.models.whole_release_pair_bound.lower_bound_b` with these
+    arguments in a forked child process (:func:`run_beside`); its answer is a float."""
+    return run_beside(lower_bound_b, problem, extent, a_star, weight, accepts=_is_number,
+                      deadline=deadline, weights_deadline=weights_deadline, groups=groups)

@@ -37,7 +37,7 @@ import dataclasses
 import itertools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -123,11 +123,13 @@ def subset_bound_applies(problem: WholeReleaseProblem, a_star: Fraction | None,
 
 def subset_bound(problem: WholeReleaseProblem, measure: Extent,
                  groups: Sequence[np.ndarray], *, deadline: float,
-                 per_round: int = PER_ROUND) -> SubsetBound:
+                 per_round: int = PER_ROUND,
+                 report: Callable[[SubsetBound], object] | None = None) -> SubsetBound:
     """The bound of the module docstring for ``problem`` (check
     :func:`subset_bound_applies` first), starting from the ``m``-row subsets of a release's
     ``groups``; column generation stops at convergence or at ``deadline``
-    (``time.perf_counter()`` seconds)."""
+    (``time.perf_counter()`` seconds). ``report`` receives the bound so far (without a
+    pool) after each complete round that raised it."""
     started = time.perf_counter()
     m, n = problem.m, len(problem.values)
     counts = ReleaseCounts.of(problem)
@@ -168,8 +170,12 @@ def subset_bound(problem: WholeReleaseProblem, measure: Extent,
         rounds += 1
         complete = not np.isneginf(least).any()
         if complete:  # per anchor the least reduced cost, or above theta
-            best = max(best, value + float(np.where(np.isfinite(least), np.minimum(least, 0.0),
-                                                    min(theta, 0.0)).sum()))
+            found_bound = value + float(np.where(np.isfinite(least), np.minimum(least, 0.0),
+                                                 min(theta, 0.0)).sum())
+            if found_bound > best and report is not None:
+                report(SubsetBound(found_bound, value, False, rounds, len(columns.cost),
+                                   time.perf_counter() - started))
+            best = max(best, found_bound)
         negative = rc < -1e-9 * max(1.0, abs(value))
         if theta == 0.0 and complete and not negative.any():
             converged, best = True, max(best, value)

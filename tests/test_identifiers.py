@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from republish.datasets import synthetic_census
 from republish.errors import InputError
 from republish.identifiers import (
+    WHITESPACE,
     canonical_identifiers,
     check_population_continuity,
+    edge_space,
     infer_identifier_kind,
 )
 from republish.solver.m_invariance import publish_m_invariant
@@ -187,3 +189,14 @@ def test_library_state_carries_the_kind() -> None:
     again = people.iloc[10:].assign(id=people["id"].iloc[10:].astype(float))
     second = publish_m_invariant(again, schema, 3, first.state, rng=np.random.default_rng(1))
     assert second.new == 0 and second.deleted == 10
+
+
+def test_listed_whitespace_is_what_str_strip_removes() -> None:
+    """The listed code points are exactly Python's whitespace, and the fast path flags a
+    value exactly when ``str.strip()`` would change it."""
+    import pyarrow as pa
+
+    assert set(WHITESPACE) == {c for c in range(0x110000) if chr(c).isspace()}
+    values = [f"{chr(c)}7" for c in range(0x3001)] + [f"7{chr(c)}" for c in range(0x3001)]
+    flagged = edge_space(pa.array(values))
+    assert flagged.tolist() == [value.strip() != value for value in values]

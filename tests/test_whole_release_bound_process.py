@@ -67,7 +67,7 @@ def silent_bound(*args: Any, **kwargs: Any) -> float:
     return 1.0
 
 
-def start(monkeypatch: pytest.MonkeyPatch, bound: Any) -> bound_process.PendingBound:
+def start(monkeypatch: pytest.MonkeyPatch, bound: Any) -> bound_process.Pending:
     monkeypatch.setattr(bound_process, "lower_bound_b", bound)  # the forked child sees it
     problem = old_and_new()
     pending = bound_process.bound_beside(problem, None, Fraction(0), Fraction(1),
@@ -175,3 +175,39 @@ def test_a_failed_child_leaves_the_parents_bound(monkeypatch: pytest.MonkeyPatch
     assert answer.bound_b == pytest.approx(0.456)
     assert len(calls["parent bound"]) == 1
     assert calls["parent bound"][0] > calls["trade"][0]  # after the search, as a fallback
+
+
+def reports_then_sleeps(*, report: Any, final: bool) -> float:
+    for value in (1.0, 2.0, 3.0):
+        report(value)
+    if final:
+        return 4.0
+    time.sleep(60.0)
+    return 5.0
+
+
+def reports_then_fails(*, report: Any) -> float:
+    report(7.0)
+    raise RuntimeError("the child's job broke after one round")
+
+
+@pytest.mark.parametrize(("job", "kwargs", "expected"), [
+    (reports_then_sleeps, {"final": True}, 4.0),  # the final answer wins
+    (reports_then_sleeps, {"final": False}, 3.0),  # busy at the deadline: the last report
+    (reports_then_fails, {}, 7.0),  # failed afterwards: what it had reported
+])
+def test_collect_keeps_the_last_reported_answer(job: Any, kwargs: dict[str, Any],
+                                                expected: float) -> None:
+    pending = bound_process.run_beside(job, report="report", **kwargs)
+    assert pending is not None
+    asked = time.perf_counter()
+    assert pending.collect(asked + 1.5) == expected
+    assert time.perf_counter() - asked < 5.0
+    assert not pending.process.is_alive()
+
+
+def test_collect_refuses_what_accepts_refuses() -> None:
+    pending = bound_process.run_beside(reports_then_sleeps, report="report", final=True,
+                                       accepts=lambda answer: answer != 4.0)
+    assert pending is not None
+    assert pending.collect(time.perf_counter() + 5.0) == 3.0

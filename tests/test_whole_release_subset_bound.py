@@ -6,8 +6,12 @@ groups do not fit in a table."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
+import multiprocessing
+import re
+import time
 from fractions import Fraction
 from unittest import mock
 
@@ -20,6 +24,7 @@ from test_whole_release_model import brute_force, random_release
 
 import republish.models.whole_release as whole_release
 from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
+from republish.models.whole_release_columns import stage2
 from republish.models.whole_release_counts import BoxExtent
 from republish.models.whole_release_extent_tables import tabulated
 from republish.models.whole_release_subset_bound import (
@@ -202,3 +207,74 @@ def test_relaxation_needs_its_seconds(time_limit: float, runs_expected: int) -> 
             mock.patch.object(whole_release, "subset_bound", recorded):
         solve_whole_release(problem, time_limit=time_limit)
     assert len(runs) == runs_expected
+
+
+fork_only = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                               reason="the relaxation runs beside the model only with fork")
+
+
+@fork_only
+@pytest.mark.parametrize(("time_limit", "workers", "where"), [
+    (1.4, 2, None),  # below SUBSET_BESIDE_SECONDS: no second process, too short here
+    (2.0, 2, "beside"),  # a second process for the budget
+    (2.0, 1, None),  # one worker: here, and 1 s is too short for it
+    (2.6, 1, "here"),
+])
+def test_two_workers_run_the_relaxation_beside_the_model(time_limit: float, workers: int,
+                                                         where: str | None) -> None:
+    """With two workers the relaxation runs in a second process (calls there do not reach
+    this process's list) for the model's budget, from 1.5 s on, and its bound is the
+    certificate's where the model proves nothing (stage 2 and the other bounds made
+    powerless here): the enumerated LP, below the optimum."""
+    problem = first_release(5, n=9)
+    optimum = brute_force(problem)
+    assert optimum is not None and optimum[0] == 0
+    runs = []
+
+    def recorded(*args: object, **kwargs: object) -> object:
+        runs.append(subset_bound(*args, **kwargs))  # type: ignore[arg-type]
+        return runs[-1]
+
+    def unproven(*args: object, **kwargs: object) -> object:
+        answer = stage2(*args, **kwargs)  # type: ignore[arg-type]
+        return dataclasses.replace(answer, status="FEASIBLE", bound=-math.inf)
+
+    with mock.patch.object(whole_release, "TABLE_COLUMNS", 10), \
+            mock.patch.object(whole_release, "subset_bound", recorded), \
+            mock.patch.object(whole_release, "stage2", unproven), \
+            mock.patch.object(whole_release, "lower_bound_b", lambda *a, **k: 0.0), \
+            mock.patch.object(whole_release, "cycle_cover_bound", lambda *a, **k: 0.0):
+        solution = solve_whole_release(problem, time_limit=time_limit, workers=workers)
+    assert len(runs) == (1 if where == "here" else 0)
+    reported = re.search(r"m-row relaxation: ([0-9.e+-]+) after \d+ rounds \(converged\)",
+                         solution.detail)
+    assert (reported is not None) == (where is not None)
+    assert solution.status_b == "FEASIBLE"
+    if where is None:
+        assert solution.bound_b == 0.0
+    else:
+        lp = lp_over_every_m_row_group(problem)
+        assert lp is not None and 0 < lp <= optimum[1] + 1e-9
+        assert solution.bound_b == pytest.approx(lp, abs=1e-7)
+    assert solution.objective_b >= solution.bound_b - 1e-9
+
+
+@fork_only
+def test_a_proven_release_does_not_wait_for_the_relaxation() -> None:
+    """The model proves the small release at once: the relaxation beside it (made slow
+    here) is stopped, not awaited for the rest of the 20 s budget."""
+    problem = first_release(5, n=9)
+    optimum = brute_force(problem)
+    assert optimum is not None
+
+    def slow(*args: object, **kwargs: object) -> object:
+        time.sleep(30.0)
+        return subset_bound(*args, **kwargs)  # type: ignore[arg-type]
+
+    started = time.perf_counter()
+    with mock.patch.object(whole_release, "TABLE_COLUMNS", 10), \
+            mock.patch.object(whole_release, "subset_bound", slow):
+        solution = solve_whole_release(problem, time_limit=20.0, workers=2)
+    assert solution.status_b == "OPTIMAL"
+    assert solution.objective_b == pytest.approx(optimum[1], abs=1e-7)
+    assert time.perf_counter() - started < 10.0

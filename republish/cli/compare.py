@@ -127,7 +127,8 @@ def compare(
     workers: Annotated[
         int, typer.Option("--workers", help="Cores the exact pipeline may use: CP-SAT's "
                           "workers, and from 2 a release above 2,000 rows computes its bound "
-                          "on the generalization cost in a second process beside its search.")
+                          "on the generalization cost in a second process beside its search, "
+                          "as does a first release of up to 400 rows at m >= 4.")
     ] = 1,
     eligibility: Annotated[
         Eligibility,
