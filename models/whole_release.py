@@ -118,8 +118,8 @@ from republish.models.whole_release_problem import (
 )
 from republish.models.whole_release_subset_bound import (
     SubsetBound,
+    relaxation_size,
     subset_bound,
-    subset_bound_applies,
 )
 from republish.models.whole_release_tables import TABLE_COLUMNS, TabledPricing, table_limit
 
@@ -284,20 +284,22 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     polish = POLISH_SHARE * time_limit if (problem.bucket >= 0).any() or tabled else \
         unique_search_seconds(len(problem.values), time_limit, priced_from_tables=extendable)
     # groups of m rows do not fit in a table, so column generation proves no LP bound: the
-    # relaxation over m-row groups alone does, priced from the (m - 1)-row subsets; on a
-    # second core for the whole budget, else first for its share
-    relaxes = not extendable and len(problem.values) <= SUBSET_ROWS and \
-        subset_bound_applies(problem, a_star, table)
-    beside = run_beside(subset_bound, problem, table, incumbent.groups,
+    # relaxation over m-row groups alone does (four-row groups from m = 5), priced from the
+    # subsets one row smaller; on a second core for the whole budget, else first for its
+    # share
+    size = relaxation_size(problem, a_star, table) if not extendable and \
+        len(problem.values) <= SUBSET_ROWS else None
+    beside = run_beside(subset_bound, problem, table, incumbent.groups, size=size,
                         deadline=started + (1 - SUBSET_BESIDE_MARGIN) * time_limit,
                         accepts=lambda answer: isinstance(answer, SubsetBound),
                         report="report") \
-        if relaxes and workers >= 2 and time_limit >= SUBSET_BESIDE_SECONDS else None
+        if size is not None and workers >= 2 and time_limit >= SUBSET_BESIDE_SECONDS else None
     incumbent = polished_start(problem, incumbent, candidates, weight, measure,
                                deadline=time.perf_counter() + polish, seed=seed)
-    subset = subset_bound(problem, table, incumbent.groups,
+    subset = subset_bound(problem, table, incumbent.groups, size=size,
                           deadline=time.perf_counter() + SUBSET_SHARE * time_limit) \
-        if relaxes and beside is None and SUBSET_SHARE * time_limit >= SUBSET_SECONDS else None
+        if size is not None and beside is None and \
+        SUBSET_SHARE * time_limit >= SUBSET_SECONDS else None
     # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
     # points, which must bound the extent from below (equal for the box extent).
     pricing = _pricing_problem(problem, extent, table)
@@ -335,7 +337,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         parts, radius, detail = [], np.full(len(problem.values), -math.inf), "out of time"
     if not box:  # a radius is a box extent: it says nothing of another extent
         radius = np.where(~np.isposinf(radius), -math.inf, radius)
-    if subset is not None and len(subset.pool):  # the m-row relaxation's cheap groups
+    if subset is not None and subset.size == problem.m and len(subset.pool):  # its cheap groups
         parts.append(subset.pool)
     for part in parts:
         columns.add(part)
@@ -382,7 +384,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         if subset is not None and status_b != "OPTIMAL":
             bound_b = max(bound_b, subset.bound)
     if subset is not None:
-        detail += (f"; m-row relaxation: {subset.bound:.6g} after {subset.rounds} rounds"
+        detail += (f"; {'m' if subset.size == problem.m else subset.size}-row relaxation: "
+                   f"{subset.bound:.6g} after {subset.rounds} rounds"
                    f"{' (converged)' if subset.converged else ''}")
     answer = certified_solution(problem, best, (status_a, status_b), (bound_a, bound_b),
                                 started, len(columns.cost),

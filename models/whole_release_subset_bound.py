@@ -14,6 +14,10 @@ monotone extent::
 so any release is dominated by a fractional cover with ``m``-row groups only, and the
 linear relaxation ``min Σ_S m·ext(S)·x_S`` s.t. every row covered once, ``x >= 0``, over
 the ``m``-row groups of distinct values alone bounds (b) from below. Not in the paper.
+The same argument holds for subsets of any size ``m' <= m`` (weights ``1 / C(k-1, m'-1)``,
+the sum again ``<= k·ext(G)``), so where the ``(m - 1)``-row subsets of a table do not fit
+in memory (m >= 5 on 200 rows: 35 million four-row subsets), the relaxation over groups
+of four rows bounds the release, more loosely (:func:`relaxation_size`).
 Where the set-partitioning model of :mod:`republish.models.whole_release` cannot price its
 groups of ``m`` to ``2m - 1`` rows (200 Adult rows at m = 4: tens of millions of four-row
 groups and more of five to seven), this smaller relaxation converges: it is solved by
@@ -58,7 +62,7 @@ from republish.models.whole_release_problem import WholeReleaseProblem
 from republish.models.whole_release_restricted import cheapest_per_row
 from republish.models.whole_release_tables import TABLE_COLUMNS, all_columns
 
-__all__ = ["SubsetBound", "subset_bound", "subset_bound_applies"]
+__all__ = ["SubsetBound", "relaxation_size", "subset_bound", "subset_bound_applies"]
 
 #: Columns added to the LP per pricing round at most (those of least reduced cost).
 PER_ROUND = 5_000
@@ -83,9 +87,10 @@ class SubsetBound:
     """``bound``: the best Lagrangian bound on (b) (``-inf``: no complete round);
     ``lp_value`` the relaxation's last value, ``converged`` when no group prices below 0
     (then ``bound == lp_value``); ``rounds`` pricing rounds; ``columns`` in the LP;
-    ``pool``: its groups in the last LP's support and each row's POOL_PER_ROW of least
-    reduced cost, ``(C, m)`` rows ascending (groups of the release model too: a start for
-    its column generation and its searches)."""
+    ``size``: rows per group of the relaxation; ``pool``: its groups in the last LP's
+    support and each row's POOL_PER_ROW of least reduced cost, ``(C, size)`` rows
+    ascending (where ``size == m``, groups of the release model too: a start for its
+    column generation and its searches)."""
 
     bound: float
     lp_value: float
@@ -93,6 +98,7 @@ class SubsetBound:
     rounds: int
     columns: int
     wall_time_s: float
+    size: int = 0
     pool: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 1), np.int64),
                                          compare=False, repr=False)
 
@@ -103,11 +109,14 @@ def _all_new(problem: WholeReleaseProblem, counts: ReleaseCounts) -> Family | No
 
 
 def subset_bound_applies(problem: WholeReleaseProblem, a_star: Fraction | None,
-                         measure: Extent) -> bool:
-    """Whether :func:`subset_bound` holds and can run: no old rows, (a) proven 0 with
-    deferrals costing (a), a vectorized extent, ``m >= 2`` and the ``(m - 1)``-row subsets
-    within ``TABLE_COLUMNS``."""
-    if a_star is None or a_star != 0 or (problem.bucket >= 0).any() or problem.m < 2:
+                         measure: Extent, size: int | None = None) -> bool:
+    """Whether :func:`subset_bound` holds and can run with groups of ``size`` rows
+    (default ``m``; at most ``m``): no old rows, (a) proven 0 with deferrals costing (a),
+    a vectorized extent, ``size >= 2`` and the ``(size - 1)``-row subsets within
+    ``TABLE_COLUMNS``."""
+    size = problem.m if size is None else size
+    if a_star is None or a_star != 0 or (problem.bucket >= 0).any() or \
+            not 2 <= size <= problem.m:
         return False
     if problem.allow_deferrals and problem.deferral_weight <= 0:
         return False
@@ -117,20 +126,32 @@ def subset_bound_applies(problem: WholeReleaseProblem, a_star: Fraction | None,
     family = _all_new(problem, counts)
     if family is None:
         return False
-    base = dataclasses.replace(family, lo=problem.m - 1, hi=problem.m - 1)
+    base = dataclasses.replace(family, lo=size - 1, hi=size - 1)
     return count_columns(base, counts.is_new) <= TABLE_COLUMNS
+
+
+def relaxation_size(problem: WholeReleaseProblem, a_star: Fraction | None,
+                    measure: Extent) -> int | None:
+    """The largest group size ``<= m`` with which :func:`subset_bound` applies, or None:
+    ``m`` where the ``(m - 1)``-row subsets fit in a table (200 Adult rows at m = 4),
+    four at m >= 5 there, whose four-row subsets do not."""
+    return next((size for size in range(problem.m, 1, -1)
+                 if subset_bound_applies(problem, a_star, measure, size)), None)
 
 
 def subset_bound(problem: WholeReleaseProblem, measure: Extent,
                  groups: Sequence[np.ndarray], *, deadline: float,
                  per_round: int = PER_ROUND,
-                 report: Callable[[SubsetBound], object] | None = None) -> SubsetBound:
-    """The bound of the module docstring for ``problem`` (check
-    :func:`subset_bound_applies` first), starting from the ``m``-row subsets of a release's
-    ``groups``; column generation stops at convergence or at ``deadline``
-    (``time.perf_counter()`` seconds). ``report`` receives the bound so far (without a
-    pool) after each complete round that raised it."""
+                 report: Callable[[SubsetBound], object] | None = None,
+                 size: int | None = None) -> SubsetBound:
+    """The bound of the module docstring for ``problem`` over groups of ``size`` rows
+    (default ``m``; check :func:`subset_bound_applies` first), starting from the
+    ``size``-row subsets of a release's ``groups``; column generation stops at
+    convergence or at ``deadline`` (``time.perf_counter()`` seconds). ``report`` receives
+    the bound so far (without a pool) after each complete round that raised it."""
     started = time.perf_counter()
+    if size is not None and size != problem.m:  # groups of `size` rows bound it (docstring)
+        problem = dataclasses.replace(problem, m=size)
     m, n = problem.m, len(problem.values)
     counts = ReleaseCounts.of(problem)
     family = _all_new(problem, counts)
@@ -174,7 +195,7 @@ def subset_bound(problem: WholeReleaseProblem, measure: Extent,
                                                  min(theta, 0.0)).sum())
             if found_bound > best and report is not None:
                 report(SubsetBound(found_bound, value, False, rounds, len(columns.cost),
-                                   time.perf_counter() - started))
+                                   time.perf_counter() - started, m))
             best = max(best, found_bound)
         negative = rc < -1e-9 * max(1.0, abs(value))
         if theta == 0.0 and complete and not negative.any():
@@ -186,7 +207,7 @@ def subset_bound(problem: WholeReleaseProblem, measure: Extent,
             theta = theta / SHRINK if theta < -1e-6 * max(1.0, abs(value)) / n else 0.0
         columns.add(_chosen(found[negative], rc[negative], per_round)[:, :m])
     return SubsetBound(best, value, converged, rounds, len(columns.cost),
-                       time.perf_counter() - started, _pool(columns, last, m))
+                       time.perf_counter() - started, m, _pool(columns, last, m))
 
 
 def _pool(columns: Columns, relaxed: Relaxation | None, m: int) -> np.ndarray:

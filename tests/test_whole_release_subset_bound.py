@@ -23,12 +23,14 @@ from ortools.linear_solver import pywraplp
 from test_whole_release_model import brute_force, random_release
 
 import republish.models.whole_release as whole_release
+import republish.models.whole_release_subset_bound as whole_release_subset_bound
 from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
 from republish.models.whole_release_columns import stage2
 from republish.models.whole_release_counts import BoxExtent
 from republish.models.whole_release_extent_tables import tabulated
 from republish.models.whole_release_subset_bound import (
     cheapest_groups,
+    relaxation_size,
     subset_bound,
     subset_bound_applies,
 )
@@ -146,6 +148,59 @@ def test_a_larger_group_is_covered_fractionally() -> None:
     assert found.converged and found.bound <= optimum[1] + 1e-9
     assert found.bound == pytest.approx(lp_over_every_m_row_group(problem))
     assert found.bound > 0.5  # far above the row bound of the pairs' nearest neighbours
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000))
+def test_smaller_groups_bound_the_optimum_too(seed: int) -> None:
+    """Groups of m - 1 rows relax the release as m-row ones do (module docstring): the
+    relaxation with ``size = m - 1`` reaches the LP over every such group, which never
+    exceeds the optimum over m-unique groups, nor the relaxation over m-row groups."""
+    problem = first_release(2 * seed + 1)  # m = 3: groups of two rows
+    optimum = brute_force(problem)
+    if optimum is None or optimum[0] != 0:
+        return
+    table = tabulated(BoxExtent(problem.points))
+    smaller = problem.m - 1
+    assert subset_bound_applies(problem, Fraction(0), table, smaller)
+    assert not subset_bound_applies(problem, Fraction(0), table, problem.m + 1)
+    start = list(solve_whole_release(problem, time_limit=20.0).groups)
+    found = subset_bound(problem, table, start, deadline=math.inf, size=smaller)
+    assert found.converged and found.size == smaller
+    expected = lp_over_every_m_row_group(dataclasses.replace(problem, m=smaller))
+    assert expected is not None
+    assert found.bound == pytest.approx(expected, abs=1e-7)
+    assert found.bound <= optimum[1] + 1e-9
+    assert found.bound <= lp_over_every_m_row_group(problem) + 1e-9  # type: ignore[operator]
+    assert found.pool.shape[1] == smaller
+
+
+@pytest.mark.parametrize("seed", [5, 9, 15])  # m = 3 and (a) = 0 on nine rows
+def test_the_model_relaxes_to_smaller_groups_where_the_subsets_do_not_fit(seed: int
+                                                                          ) -> None:
+    """With a table cap between the (m - 2)- and (m - 1)-row subsets (as 200 Adult rows at
+    m = 5 lie between triples and four-row subsets), the model relaxes over groups of
+    m - 1 rows, reports that bound, and still proves the release."""
+    problem = first_release(seed, n=9)
+    optimum = brute_force(problem)
+    assert optimum is not None and optimum[0] == 0 and problem.m == 3
+    table = tabulated(BoxExtent(problem.points))
+    pairs = sum(len(set(problem.values[[i, j]].tolist())) == 2
+                for i, j in itertools.combinations(range(len(problem.values)), 2))
+    with mock.patch.object(whole_release_subset_bound, "TABLE_COLUMNS", pairs - 1):
+        assert relaxation_size(problem, Fraction(0), table) == 2
+    with mock.patch.object(whole_release, "TABLE_COLUMNS", 10), \
+            mock.patch.object(whole_release_subset_bound, "TABLE_COLUMNS", pairs - 1), \
+            mock.patch.object(whole_release, "SUBSET_SECONDS", 0.0):
+        solution = solve_whole_release(problem, time_limit=10.0)
+    reported = re.search(r"; 2-row relaxation: ([0-9.e+-]+) after \d+ rounds \(converged\)",
+                         solution.detail)
+    assert reported is not None
+    lp = lp_over_every_m_row_group(dataclasses.replace(problem, m=2))
+    assert lp is not None and float(reported.group(1)) == pytest.approx(lp, rel=1e-5)
+    assert lp <= optimum[1] + 1e-9
+    assert solution.status_b == "OPTIMAL"
+    assert solution.objective_b == pytest.approx(optimum[1], abs=1e-7)
 
 
 def test_applies_only_where_the_argument_holds() -> None:
