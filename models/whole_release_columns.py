@@ -122,8 +122,9 @@ PRICING_SHARE = 0.5
 #: columns per row (and the start) and takes the others as their reduced costs turn
 #: negative: building an LP of 40,000 columns takes 0.4 s of a 1 s release (m = 4).
 POOL_COLUMNS, POOL_PER_ROW = 8_000, 10
-#: Exact rounds in a row that leave the LP bound unchanged before column generation stops
-#: (degenerate masters often need a few such rounds before the bound moves again).
+#: Exact rounds in a row that leave the LP bound and the Lagrangian bound unchanged before
+#: column generation stops (degenerate masters often need a few such rounds before the
+#: bound moves again; :func:`stalled_rounds`).
 STALLED_ROUNDS = 3
 
 
@@ -246,14 +247,14 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                 more = columns.canonical(sharper[0][columns.missing(sharper[0])])
                 priced, rc = np.vstack([priced, more]), np.concatenate([rc, rc_of(more)])
         least = float(per_anchor.sum())  # -inf: the round could not price every column
+        rising = bound  # the Lagrangian bound before this round
         if math.isfinite(least) and (fixing is None or relaxed.bound + least > fixing[1]):
             fixing = (relaxed, relaxed.bound + least)
         bound = max(bound, relaxed.bound + least)
         if floor is not None and (fixing is None or relaxed.bound + floor > fixing[1]):
             fixing = (relaxed, relaxed.bound + floor)
             bound = max(bound, relaxed.bound + floor)
-        stalled = stalled + 1 if previous - relaxed.bound <= 1e-7 * max(
-            1.0, abs(relaxed.bound)) else 0
+        stalled = stalled_rounds(stalled, previous, relaxed.bound, rising, bound)
         converged = settled or (math.isfinite(least) and -least <= 1e-6 * max(1.0, abs(bound)))
         if last_round or converged or stalled >= STALLED_ROUNDS:
             break  # out of time, converged, or stalled on degenerate columns
@@ -274,6 +275,19 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     return improve_and_prove(columns, radius, relaxed, fixing, pricer, best, best_cost, bound,
                              note, complete=complete, limit=limit, seed=seed, started=started,
                              time_limit=time_limit)
+
+
+def stalled_rounds(stalled: int, previous: float, value: float, bound_before: float,
+                   bound: float) -> int:
+    """Exact rounds in a row that left both the LP's value (``previous`` -> ``value``) and
+    the Lagrangian bound (``bound_before`` -> ``bound``) where they were. A degenerate LP
+    keeps its value for rounds while its duals, and the bound, still rise: a later release
+    of 500 Adult rows at m = 3 held 594.85 for four rounds and converged at 587.60 after
+    twelve (2.5 s), where stopping at the third left the bound at 140.8 (gap 13 % from the
+    pair bound instead of 0.7 %)."""
+    rose = math.isfinite(bound) and bound > bound_before + 1e-7 * max(1.0, abs(bound))
+    still = previous - value <= 1e-7 * max(1.0, abs(value))
+    return stalled + 1 if still and not rose else 0
 
 
 def initial_columns(problem: WholeReleaseProblem, fams: list[Family], is_new: np.ndarray,

@@ -139,3 +139,15 @@ def test_cuts_added_before_and_after_their_columns_give_the_lp_with_the_cuts(
     # the LP's value (strong duality): a cut dual left out of rc or bound breaks this
     assert relaxed.rc.min() >= -1e-7
     assert relaxed.bound == pytest.approx(value, abs=1e-6)
+
+
+@pytest.mark.parametrize(("previous", "value", "before", "bound", "expected"), [
+    (100.0, 100.0, 50.0, 50.0, 3),  # neither moved: one more stalled round
+    (100.0, 100.0, 50.0, 60.0, 0),  # a degenerate LP whose Lagrangian bound rises
+    (100.0, 99.0, 50.0, 50.0, 0),  # the LP's value moved
+    (100.0, 100.0, float("-inf"), float("-inf"), 3),  # no complete round: nothing rose
+    (100.0, 100.0, float("-inf"), 40.0, 0),  # the first bound is a rise
+])
+def test_column_generation_stalls_only_when_value_and_bound_both_stay(
+        previous: float, value: float, before: float, bound: float, expected: int) -> None:
+    assert whole_release_columns.stalled_rounds(2, previous, value, before, bound) == expected
