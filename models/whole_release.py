@@ -43,11 +43,11 @@ all-new family too large for that keeps its smallest columns in the table and pr
 larger ones by extending them (:mod:`republish.models.whole_release_tables`,
 :mod:`republish.models.whole_release_extension`). There, SCIP over the columns of least
 reduced cost proves its answer when every column left out has a reduced cost above the
-gap (:func:`~republish.models.whole_release_tables.fix_by_pool`). Otherwise, while all
+gap (:func:`~republish.models.whole_release_restricted.fix_by_pool`). Otherwise, while all
 columns number at most ``max_columns`` they are enumerated. Past that, the
 smallest column families are enumerated whole and the others up to a box-extent radius;
 column generation then prices the missing columns by their box extent (enumeration pruned
-by reduced cost, :func:`republish.models.whole_release_bound.enumerate_columns`), exactly
+by reduced cost, :func:`republish.models.whole_release_enumeration.enumerate_columns`), exactly
 for the box extent and for any extent with ``box_points`` (the perimeter's hierarchy QIs:
 leaf codes over their span, :meth:`republish.objectives.ReleaseCost.box_points`): anchors
 are found by the box points, whose distances are below the extent, and partial columns

@@ -46,11 +46,11 @@ from republish.models.whole_release_counts import (
     Family,
     ReleaseCounts,
     count_columns,
-    enumerate_columns,
     families,
     optimal_counts,
     rational_weight,
 )
+from republish.models.whole_release_enumeration import enumerate_columns
 from republish.models.whole_release_pair_bound import lower_bound_b
 
 if TYPE_CHECKING:

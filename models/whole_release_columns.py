@@ -30,8 +30,8 @@ from republish.models.whole_release_counts import (
     Family,
     ReleaseCounts,
     count_columns,
-    enumerate_columns,
 )
+from republish.models.whole_release_enumeration import enumerate_columns
 from republish.models.whole_release_fixing import _Stage2, improve_and_prove
 from republish.models.whole_release_master import IncrementalMaster
 from republish.models.whole_release_restricted import (

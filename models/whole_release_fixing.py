@@ -6,7 +6,7 @@ Combinatorial Optimization*, 1988, §II.2).
 The incumbent is sought by rounding an integral LP solution, by a dive (the columns with
 ``x* > 0.9`` fixed) and by a restricted MIP over the columns of least reduced cost -- the
 whole table's where the table prices every column
-(:func:`~republish.models.whole_release_tables.fix_by_pool`). Then every release cheaper
+(:func:`~republish.models.whole_release_restricted.fix_by_pool`). Then every release cheaper
 than the incumbent ``UB`` uses only columns of reduced cost ``<= UB - D_g`` (``D_g`` the
 bound whose duals fix), and SCIP over them proves the release. A large pool is first
 shrunk by the LP over it with subset-row cuts (Jepsen, Petersen, Spoorendonk & Pisinger,
@@ -30,11 +30,12 @@ from republish.models.whole_release_bound import Relaxation, reduced_costs
 from republish.models.whole_release_restricted import (
     FIXING_COLUMNS_PER_SECOND,
     cheapest_per_row,
+    fix_by_pool,
     is_feasible,
     solve_restricted,
 )
 from republish.models.whole_release_subset_rows import tighten_pool
-from republish.models.whole_release_tables import TabledPricing, fix_by_pool
+from republish.models.whole_release_tables import TabledPricing
 
 #: Reduced-cost fixing may enumerate up to this many columns (or max_columns if larger),
 #: and CUT_POOL_PER_SECOND per second left, for subset-row cuts to shrink them

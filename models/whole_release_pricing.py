@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from republish.models.whole_release_counts import Family, enumerate_columns
+from republish.models.whole_release_counts import Family
+from republish.models.whole_release_enumeration import enumerate_columns
 
 if TYPE_CHECKING:
     from republish.models.whole_release import WholeReleaseProblem
@@ -128,7 +129,7 @@ def price_by_anchors(problem: WholeReleaseProblem, family: Family, pi: np.ndarra
     is large. Without it, every column under ``theta``. ``anchors``: price only the
     columns anchored at these rows (the others' ``least`` stays ``inf``); ``refine``: see
     :func:`_best_of_anchor`, and enumerate with the tight completion bound of
-    :func:`~republish.models.whole_release_counts.enumerate_columns` (slower per partial
+    :func:`~republish.models.whole_release_enumeration.enumerate_columns` (slower per partial
     column, far fewer of them)."""
     if theta < 0:
         raise ValueError(f"theta must be >= 0, got {theta}")

@@ -45,17 +45,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from republish.models.whole_release_bound import Relaxation, reduced_costs
+from republish.models.whole_release_bound import Relaxation
 from republish.models.whole_release_counts import Family, count_columns
 from republish.models.whole_release_extension import Extension
 from republish.models.whole_release_pricing import RcOf, price_families, stack_columns
-from republish.models.whole_release_restricted import cheapest_per_row, solve_restricted
+from republish.models.whole_release_restricted import cheapest_per_row
 
 if TYPE_CHECKING:
     from republish.models.whole_release import WholeReleaseProblem
     from republish.models.whole_release_columns import Columns
 
-__all__ = ["FamilyTable", "TabledPricing", "all_columns", "fix_by_pool", "table_limit"]
+__all__ = ["FamilyTable", "TabledPricing", "all_columns", "table_limit"]
 
 #: Columns tabulated at most, over all families (about 40 bytes each with their costs):
 #: the first release of 200 Adult rows has 949,000 at m = 2 and 931,000 triples at m = 3
@@ -365,67 +365,3 @@ class TabledPricing:
     def prices_all(self) -> bool:
         """Whether every column is priced from the table (in it, or by extension)."""
         return self.table is not None and not self.rest
-
-
-@dataclass(frozen=True)
-class PoolFixing:
-    """A SCIP run over the cheapest columns by reduced cost: its solution, and whether it is
-    proven optimal for the whole model."""
-
-    proven: bool
-    chosen: list[int] | None
-    value: float
-    pool: int
-
-
-def fix_by_pool(columns: Columns, pricer: TabledPricing, duals: Relaxation, floor: float,
-                best: list[int], size: int, time_limit: float, seed: int) -> PoolFixing:
-    """SCIP over the ``size`` columns of least reduced cost (under ``duals``, whose
-    Lagrangian bound is ``floor``) of the table and of ``columns``, plus ``best``.
-
-    Reduced-cost fixing without knowing the incumbent first: a solution using a column of
-    reduced cost ``rc >= 0`` costs ``>= floor + rc`` (the argument of
-    :func:`~republish.models.whole_release_columns.stage2`), so when every column left out
-    has ``rc >= t >= 0`` and SCIP proves the pool's optimum ``v <= floor + t``, ``v`` is
-    optimal over all columns. This merges the restricted MIP, which finds the incumbent,
-    with the fixing run, which proves it: the first release of 200 rows at m = 2 spent
-    0.15 s on each.
-
-    Families priced by extension add their columns of reduced cost below ``t`` (at most
-    ``size``; ``t`` falls to the least left out); an extension cut short proves nothing."""
-    assert pricer.table is not None and pricer.prices_all
-    started = time.perf_counter()
-    table = pricer.table
-    rc = pricer.table_reduced_costs(duals)
-    size = max(1, min(size, len(rc)))
-    if size < len(rc):
-        parted = np.argpartition(rc, size)
-        pool, outside = parted[:size], float(rc[parted[size]])
-    else:
-        pool, outside = np.arange(len(rc)), math.inf
-    blocks = [table.members[pool].astype(np.int64)]
-    for extension in pricer.extensions:
-        if not math.isfinite(outside):
-            outside = -math.inf  # every larger column would be needed: no proof
-            break
-        extended, extended_rc, least = extension.price(columns, duals, max(outside, 0.0),
-                                                       deadline=started + time_limit / 2)
-        if np.isneginf(least).any():  # cut short: some column under t may be missing
-            outside = -math.inf
-        if len(extended) > size:
-            order = np.argsort(extended_rc, kind="stable")
-            outside = min(outside, float(extended_rc[order[size]]))
-            extended = extended[order[:size]]
-        blocks.append(extended)
-    ids = columns.add(stack_columns(blocks))
-    master = columns.master(np.full(len(columns.problem.values), -math.inf))
-    present = reduced_costs(master.members, master.cost, master.a_coef, duals.y, duals.y_a)
-    keep = np.union1d(ids, best).astype(np.int64)
-    left_out = np.ones(len(present), bool)
-    left_out[keep] = False
-    outside = min(outside, float(present[left_out].min(initial=math.inf)))
-    status, chosen, value, _ = solve_restricted(
-        master, keep, best, time_limit - (time.perf_counter() - started), seed)
-    tolerance = 1e-9 * max(1.0, abs(floor))
-    proven = status == "OPTIMAL" and outside >= 0 and value <= floor + outside + tolerance
-    return PoolFixing(proven, chosen, value, len(keep))

@@ -20,9 +20,9 @@ from republish.models.whole_release_columns import Columns
 from republish.models.whole_release_counts import (
     BoxExtent,
     ReleaseCounts,
-    enumerate_columns,
     families,
 )
+from republish.models.whole_release_enumeration import enumerate_columns
 from republish.models.whole_release_master import IncrementalMaster
 
 

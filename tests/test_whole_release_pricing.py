@@ -18,9 +18,9 @@ from republish.models.whole_release import WholeReleaseProblem
 from republish.models.whole_release_counts import (
     Family,
     ReleaseCounts,
-    enumerate_columns,
     families,
 )
+from republish.models.whole_release_enumeration import enumerate_columns
 from republish.models.whole_release_pricing import nearest_columns, price_by_anchors
 
 
@@ -198,11 +198,11 @@ def test_enumeration_in_blocks_finds_the_same_columns(case: tuple, block: int,
                                                       tight: bool) -> None:
     """Forming the candidates a few at a time (so that the deadline is looked at between
     blocks) gives the same columns, in the same order, as one block per pool."""
-    from republish.models import whole_release_counts as counts_module
+    from republish.models import whole_release_enumeration as enumeration_module
     problem, family, pi, theta = case
     whole = enumerate_columns(problem, family, limit=10**6, pi=pi, theta=theta,
                               first_forced=True, tight=tight)
-    with mock.patch.object(counts_module, "ENUMERATION_BLOCK", block):
+    with mock.patch.object(enumeration_module, "ENUMERATION_BLOCK", block):
         blocked = enumerate_columns(problem, family, limit=10**6, pi=pi, theta=theta,
                                     first_forced=True, tight=tight)
     assert whole is not None and blocked is not None
@@ -212,7 +212,7 @@ def test_enumeration_in_blocks_finds_the_same_columns(case: tuple, block: int,
 def test_enumeration_stops_within_a_pool_at_its_deadline() -> None:
     """One pool's candidates in many blocks: a deadline passed during the pool stops the
     enumeration there (None), where one block per pool would have finished the step."""
-    from republish.models import whole_release_counts as counts_module
+    from republish.models import whole_release_enumeration as enumeration_module
     rng = np.random.default_rng(3)
     problem = WholeReleaseProblem(rng.random((60, 2)), rng.integers(0, 3, 60), np.full(60, -1),
                                   (), 3, 3)
@@ -222,11 +222,11 @@ def test_enumeration_stops_within_a_pool_at_its_deadline() -> None:
     def clock() -> float:  # every look at the clock takes a second
         return float(next(ticks))
 
-    with mock.patch.object(counts_module.time, "perf_counter", clock), \
-            mock.patch.object(counts_module, "ENUMERATION_BLOCK", 1):
+    with mock.patch.object(enumeration_module.time, "perf_counter", clock), \
+            mock.patch.object(enumeration_module, "ENUMERATION_BLOCK", 1):
         assert enumerate_columns(problem, family, limit=10**6, deadline=3.0) is None
     ticks = iter(range(10**6))
-    with mock.patch.object(counts_module.time, "perf_counter", clock):
+    with mock.patch.object(enumeration_module.time, "perf_counter", clock):
         # one block per pool: three pools, a look before each and one per block
         assert enumerate_columns(problem, family, limit=10**6, deadline=8.0) is not None
 
@@ -234,7 +234,7 @@ def test_enumeration_stops_within_a_pool_at_its_deadline() -> None:
 def test_tight_gain_past_its_deadline_claims_nothing() -> None:
     """Past its deadline the tight completion bound returns inf (no tightening, the loose
     bound stands), before it a finite bound no larger than the loose one."""
-    from republish.models.whole_release_counts import _tight_gain
+    from republish.models.whole_release_enumeration import _tight_gain
     rng = np.random.default_rng(7)
     problem = WholeReleaseProblem(rng.random((40, 2)), rng.integers(0, 4, 40), np.full(40, -1),
                                   (), 3, 4)

@@ -13,7 +13,7 @@ import pytest
 
 from republish.models import whole_release, whole_release_fixing
 from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
-from republish.models.whole_release_tables import PoolFixing
+from republish.models.whole_release_restricted import PoolFixing
 
 
 def first_release(seed: int, n: int, m: int) -> WholeReleaseProblem:

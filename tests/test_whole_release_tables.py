@@ -27,12 +27,12 @@ from republish.models.whole_release_counts import (
     families,
 )
 from republish.models.whole_release_master import IncrementalMaster
+from republish.models.whole_release_restricted import fix_by_pool
 from republish.models.whole_release_tables import (
     TABLE_CHUNK,
     FamilyTable,
     TabledPricing,
     all_columns,
-    fix_by_pool,
 )
 
 
