@@ -12,6 +12,7 @@ import math
 import multiprocessing
 import re
 import time
+from collections.abc import Callable
 from fractions import Fraction
 from unittest import mock
 
@@ -29,6 +30,7 @@ from republish.models.whole_release_columns import stage2
 from republish.models.whole_release_counts import BoxExtent
 from republish.models.whole_release_extent_tables import tabulated
 from republish.models.whole_release_subset_bound import (
+    SubsetBound,
     cheapest_groups,
     relaxation_size,
     subset_bound,
@@ -220,6 +222,17 @@ def test_applies_only_where_the_argument_holds() -> None:
     assert not subset_bound_applies(problem, Fraction(0), BoxExtent(problem.points).__call__)
 
 
+def recorder() -> tuple[list[SubsetBound], Callable[..., SubsetBound]]:
+    """A stand-in for subset_bound that records the calls made in this process."""
+    runs: list[SubsetBound] = []
+
+    def recorded(*args: object, **kwargs: object) -> SubsetBound:
+        runs.append(subset_bound(*args, **kwargs))  # type: ignore[arg-type]
+        return runs[-1]
+
+    return runs, recorded
+
+
 @pytest.mark.parametrize("seed", [0, 4, 5, 8])
 def test_model_runs_the_relaxation_where_groups_do_not_fit(seed: int) -> None:
     """With the table cap below the m-row groups (as 200 Adult rows at m = 4 are), the
@@ -228,11 +241,7 @@ def test_model_runs_the_relaxation_where_groups_do_not_fit(seed: int) -> None:
     problem = first_release(seed, n=9)
     optimum = brute_force(problem)
     assert optimum is not None and optimum[0] == 0
-    runs = []
-
-    def recorded(*args: object, **kwargs: object) -> object:
-        runs.append(subset_bound(*args, **kwargs))  # type: ignore[arg-type]
-        return runs[-1]
+    runs, recorded = recorder()
 
     with mock.patch.object(whole_release, "TABLE_COLUMNS", 10), \
             mock.patch.object(whole_release, "SUBSET_SECONDS", 0.0), \
@@ -252,11 +261,7 @@ def test_relaxation_needs_its_seconds(time_limit: float, runs_expected: int) -> 
     relaxation, which bounded no 200-row Adult sample at m = 4) leaves it out, 2.6 s (what a
     3 s release step leaves the model) runs it."""
     problem = first_release(4, n=9)
-    runs = []
-
-    def recorded(*args: object, **kwargs: object) -> object:
-        runs.append(subset_bound(*args, **kwargs))  # type: ignore[arg-type]
-        return runs[-1]
+    runs, recorded = recorder()
 
     with mock.patch.object(whole_release, "TABLE_COLUMNS", 10), \
             mock.patch.object(whole_release, "subset_bound", recorded):
@@ -284,11 +289,7 @@ def test_two_workers_run_the_relaxation_beside_the_model(time_limit: float, work
     problem = first_release(5, n=9)
     optimum = brute_force(problem)
     assert optimum is not None and optimum[0] == 0
-    runs = []
-
-    def recorded(*args: object, **kwargs: object) -> object:
-        runs.append(subset_bound(*args, **kwargs))  # type: ignore[arg-type]
-        return runs[-1]
+    runs, recorded = recorder()
 
     def unproven(*args: object, **kwargs: object) -> object:
         answer = stage2(*args, **kwargs)  # type: ignore[arg-type]
