@@ -370,7 +370,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     else:
         status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
         grace = started + time_limit + min(1.0, 0.1 * time_limit)
-        bound_b = max(0.0, scip_bound, subset.bound if subset is not None else 0.0,
+        bound_b = max(0.0, scip_bound,
                       lower_bound_b(problem, measure, incumbent.a, weight, deadline=grace,
                                     groups=best.groups, then_search=True),
                       cycle_cover_bound(problem, measure, float(incumbent.a), weight,
@@ -381,8 +381,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         # waits for nothing); its bounds so far came as they rose
         subset = beside.collect(time.perf_counter() if status_b == "OPTIMAL" else
                                 started + time_limit)
-        if subset is not None and status_b != "OPTIMAL":
-            bound_b = max(bound_b, subset.bound)
+    if subset is not None and status_b != "OPTIMAL":  # here or beside
+        bound_b = max(bound_b, subset.bound)
     if subset is not None:
         detail += (f"; {'m' if subset.size == problem.m else subset.size}-row relaxation: "
                    f"{subset.bound:.6g} after {subset.rounds} rounds"
