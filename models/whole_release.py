@@ -99,15 +99,16 @@ from republish.models.whole_release_columns import (
     stage2,
 )
 from republish.models.whole_release_counts import count_columns, realize_counts
-from republish.models.whole_release_extent_tables import box_point_lengths, tabulated
+from republish.models.whole_release_extent_tables import tabulated
 from republish.models.whole_release_large import solve_by_neighbourhoods
 from republish.models.whole_release_pair_bound import lower_bound_b
 from republish.models.whole_release_polish import (
     POLISH_SHARE,
+    UNIQUE_LARGE_ROWS,
     polished_start,
     unique_search_seconds,
 )
-from republish.models.whole_release_pricing import nearest_columns
+from republish.models.whole_release_pricing import nearest_columns, pricing_problem
 from republish.models.whole_release_problem import (
     WholeReleaseProblem,
     WholeReleaseSolution,
@@ -118,8 +119,9 @@ from republish.models.whole_release_problem import (
 )
 from republish.models.whole_release_subset_bound import (
     SubsetBound,
-    relaxation_size,
+    planned_size,
     subset_bound,
+    subset_seconds,
 )
 from republish.models.whole_release_tables import TABLE_COLUMNS, TabledPricing, table_limit
 
@@ -149,14 +151,14 @@ WHOLE_MODEL_ROWS = 2_000
 #: 57.8-69.8 against 27.6-31.2), and stage 2 needs the time to prove.
 BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
 #: A release without old rows whose m-row groups do not fit in a table gives this share of
-#: its budget to the m-row relaxation (:mod:`republish.models.whole_release_subset_bound`),
-#: up to this many rows (200 Adult rows at m = 4 converge in 1.7-2.6 s from each row's
-#: cheap groups; 2,000 at m = 3 did not price one round completely in 60 s).
-#: Below SUBSET_SECONDS for it, the relaxation is left out: with 1 s (a 2 s release) it
-#: bounded none of five 200-row samples at m = 4, with 1.5 s four (gaps 11-28 %, against
-#: 53-56 % from the row bound). The model's budget is what the release step leaves it
-#: (about 2.9 s of 3 s), hence 1.25 s and not 1.5 s.
-SUBSET_SHARE, SUBSET_ROWS, SUBSET_SECONDS = 0.5, 400, 1.25
+#: its budget to the m-row relaxation (:mod:`republish.models.whole_release_subset_bound`;
+#: 200 Adult rows at m = 4 converge in 1.7-2.6 s from each row's cheap groups), where it
+#: has its least time (:func:`~republish.models.whole_release_subset_bound.subset_seconds`).
+#: Above UNIQUE_LARGE_ROWS rows, where the free regrouping takes most of the budget, the
+#: relaxation runs before it, for SUBSET_ROOM times that least time at most (it converged
+#: in 1.6-1.8 times the time of its first bound there) and no more than a third of the
+#: search's.
+SUBSET_SHARE, SUBSET_ROOM = 0.5, 2.0
 #: With ``workers >= 2`` and a budget of at least SUBSET_BESIDE_SECONDS, the relaxation runs
 #: in a second process (:func:`~republish.models.whole_release_bound_process.run_beside`)
 #: until SUBSET_BESIDE_MARGIN of the budget is left, and the model keeps the whole budget.
@@ -188,24 +190,6 @@ def _check_hint(problem: WholeReleaseProblem, hint: Hint | WholeReleaseSolution
     if broken:
         raise _error("solve_whole_release", "hint", "a valid release", "; ".join(broken[:3]))
     return rows, late
-
-
-def _pricing_problem(problem: WholeReleaseProblem, extent: Extent | None, table: Extent
-                     ) -> WholeReleaseProblem | None:
-    """``problem`` with points whose box extent is at most ``extent`` (the problem itself
-    for the box extent; the extent's ``box_points``, e.g. hierarchy leaf codes over their
-    span, for the perimeter of :mod:`republish.objectives`, with the exact lengths read
-    from ``table``, the extent's :func:`tabulated` form), or None when none is known:
-    then missing columns are neither priced nor bounded."""
-    if extent is None:
-        return problem
-    if isinstance(extent, BoxExtent):
-        return problem if np.array_equal(extent.points, problem.points) else \
-            dataclasses.replace(problem, points=extent.points)
-    points = getattr(extent, "box_points", None)
-    if points is None or np.shape(points) != np.shape(problem.points):
-        return None
-    return dataclasses.replace(problem, points=points, box_lengths=box_point_lengths(table))
 
 
 def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, workers: int = 1,
@@ -287,22 +271,33 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     # relaxation over m-row groups alone does (four-row groups from m = 5), priced from the
     # subsets one row smaller; on a second core for the whole budget, else first for its
     # share
-    size = relaxation_size(problem, a_star, table) if not extendable and \
-        len(problem.values) <= SUBSET_ROWS else None
+    least = subset_seconds(len(problem.values))
+    size = planned_size(problem, a_star, table, (1 - SUBSET_BESIDE_MARGIN) * time_limit) \
+        if not extendable else None
     beside = run_beside(subset_bound, problem, table, incumbent.groups, size=size,
                         deadline=started + (1 - SUBSET_BESIDE_MARGIN) * time_limit,
                         accepts=lambda answer: isinstance(answer, SubsetBound),
                         report="report") \
         if size is not None and workers >= 2 and time_limit >= SUBSET_BESIDE_SECONDS else None
+    end = started + (1 - SUBSET_BESIDE_MARGIN) * time_limit
+    subset = None
+    if size is not None and beside is None and len(problem.values) > UNIQUE_LARGE_ROWS:
+        # the search takes most of such a budget: the relaxation first, for what it needs
+        # (it stops where it converges), at most a third of the search's time
+        room = min(SUBSET_ROOM * least, end - time.perf_counter() - 2 * polish / 3)
+        if room >= least:
+            subset = subset_bound(problem, table, incumbent.groups, size=size,
+                                  deadline=time.perf_counter() + room)
     incumbent = polished_start(problem, incumbent, candidates, weight, measure,
-                               deadline=time.perf_counter() + polish, seed=seed)
-    subset = subset_bound(problem, table, incumbent.groups, size=size,
-                          deadline=time.perf_counter() + SUBSET_SHARE * time_limit) \
-        if size is not None and beside is None and \
-        SUBSET_SHARE * time_limit >= SUBSET_SECONDS else None
+                               deadline=min(time.perf_counter() + polish, end), seed=seed)
+    # below UNIQUE_LARGE_ROWS rows, the relaxation's share after the search
+    relax_end = min(time.perf_counter() + SUBSET_SHARE * time_limit, end)
+    if subset is None and size is not None and beside is None and \
+            relax_end - time.perf_counter() >= least:
+        subset = subset_bound(problem, table, incumbent.groups, size=size, deadline=relax_end)
     # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
     # points, which must bound the extent from below (equal for the box extent).
-    pricing = _pricing_problem(problem, extent, table)
+    pricing = pricing_problem(problem, extent, table)
     box = pricing is not None
     width = max([problem.m * 2 - 1, *counts.signature_size.tolist(),
                  *(len(g) for c in candidates for g in c.groups)])
@@ -370,13 +365,16 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     else:
         status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
         grace = started + time_limit + min(1.0, 0.1 * time_limit)
+        # no cycle cover after a relaxation here: on 1,000-2,000 Adult rows at m = 3 it
+        # took 0.8-2.3 s for 58-85, below the row bounds (74-97) and relaxations (148-265)
         bound_b = max(0.0, scip_bound,
                       lower_bound_b(problem, measure, incumbent.a, weight, deadline=grace,
                                     groups=best.groups, then_search=True),
                       cycle_cover_bound(problem, measure, float(incumbent.a), weight,
                                         deadline=grace)
                       if len(problem.values) <= CYCLE_COVER_ROWS and (
-                          not pricer.bounds_by_subsets or scip_bound <= 0) else 0.0)
+                          not pricer.bounds_by_subsets or scip_bound <= 0) and (
+                          subset is None or not math.isfinite(subset.bound)) else 0.0)
     if beside is not None:  # the relaxation beside has had the budget (a proven release
         # waits for nothing); its bounds so far came as they rose
         subset = beside.collect(time.perf_counter() if status_b == "OPTIMAL" else
@@ -394,3 +392,4 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     if broken:
         raise RuntimeError(f"whole-release model produced an invalid release: {broken}")
     return answer
+

@@ -93,20 +93,26 @@ class Extension:
         rows = np.flatnonzero(pool_of[:n] >= 0)
         gain = np.maximum(pi[rows], 0.0)
         # after[j, r]: the r largest gains among the family's rows after row rows[j]
-        # (rows[j] excluded), r = 0..hi-k; ids_by_price[j]: those rows by price, highest
-        # first, with their prices (-inf pads)
+        # (rows[j] excluded), r = 0..hi-k; ranked_ids[j]: those rows by price, highest
+        # first (-1 pads)
         later = len(rows)
         ranked_ids = np.full((later + 1, later), -1, dtype=np.int64)
-        ranked_pi = np.full((later + 1, later), -np.inf)
         after = np.zeros((later + 1, hi - self.k + 1))
         for j in range(later):
             tail = np.arange(j + 1, later)
             order = tail[np.argsort(-pi[rows[tail]], kind="stable")]
             ranked_ids[j, :len(order)] = rows[order]
-            ranked_pi[j, :len(order)] = pi[rows[order]]
             top = np.cumsum(gain[order][:hi - self.k])
             after[j, 1:len(top) + 1] = top
             after[j, len(top) + 1:] = top[-1] if len(top) else 0.0
+        # above[L, j]: how many of the L highest-priced rows come after rows[j], so that a
+        # partial column ending at rows[j] has above[L(τ), j] candidates of price >= τ,
+        # the first of ranked_ids[j] (a lookup where comparing every row took 13 of a
+        # round's 18 s on 2,000 rows at m = 3)
+        lowest_first = np.sort(-pi[rows])
+        above = np.zeros((later + 1, later + 1), dtype=np.int32)
+        np.cumsum(np.argsort(-pi[rows], kind="stable")[:, None] > np.arange(later + 1),
+                  axis=0, out=above[1:])
         position = np.full(n + 1, later, dtype=np.int64)  # -1 pads read `later`
         position[rows] = np.arange(later)
         sizes = np.arange(self.k + 1, hi + 1)
@@ -148,8 +154,8 @@ class Extension:
                 slack = np.where(reach, np.maximum(slack, -need), slack)
             partial, slack, last = partial[alive], slack[alive], last[alive]
             spread, paid = spread[alive], paid[alive]
-            # the next row's price must reach `-slack` (each row of ranked_pi is sorted,
-            # highest first); then the candidate's pairs with the prefix bound the extent.
+            # the next row's price must reach `-slack` (the first `count` of its
+            # ranked_ids); then the candidate's pairs with the prefix bound the extent.
             # A chunk of partial columns at a time, so only passing candidates are kept.
             kept_parent, kept_candidate = [], []
             total = 0
@@ -158,7 +164,8 @@ class Extension:
                     exact = False  # out of time, or too many: the rest is not extended
                     break
                 part = np.arange(begin, min(begin + CHUNK, len(partial)))
-                count = (ranked_pi[last[part]] >= -slack[part, None]).sum(axis=1)
+                count = above[np.searchsorted(lowest_first, slack[part], side="right"),
+                              last[part]]
                 parent = np.repeat(part, count)
                 offset = np.arange(len(parent)) - np.repeat(np.cumsum(count) - count, count)
                 candidate = ranked_ids[last[parent], offset]

@@ -23,6 +23,7 @@ exact, so a complete round still gives a valid Lagrangian bound.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -30,13 +31,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from republish.models.whole_release_counts import Family
+from republish.models.whole_release_counts import BoxExtent, Extent, Family
 from republish.models.whole_release_enumeration import enumerate_columns
+from republish.models.whole_release_extent_tables import box_point_lengths
 
 if TYPE_CHECKING:
     from republish.models.whole_release import WholeReleaseProblem
 
-__all__ = ["RcOf", "nearest_columns", "price_by_anchors", "price_families", "stack_columns"]
+__all__ = ["RcOf", "nearest_columns", "price_by_anchors", "price_families", "pricing_problem",
+           "stack_columns"]
 
 #: Slack on the radius test (the duals come from a floating-point LP).
 TOLERANCE = 1e-9
@@ -223,3 +226,21 @@ def nearest_columns(problem: WholeReleaseProblem, family: Family) -> np.ndarray:
     blocks = [_greedy_columns(problem, family, a, rows[pool_of[rows] != pool_of[a]], pool_of)
               for a in rows.tolist()]
     return np.vstack(blocks) if blocks else np.zeros((0, family.hi), dtype=np.int64)
+
+
+def pricing_problem(problem: WholeReleaseProblem, extent: Extent | None, table: Extent
+                     ) -> WholeReleaseProblem | None:
+    """``problem`` with points whose box extent is at most ``extent`` (the problem itself
+    for the box extent; the extent's ``box_points``, e.g. hierarchy leaf codes over their
+    span, for the perimeter of :mod:`republish.objectives`, with the exact lengths read
+    from ``table``, the extent's tabulated form), or None when none is known: then
+    missing columns are neither priced nor bounded."""
+    if extent is None:
+        return problem
+    if isinstance(extent, BoxExtent):
+        return problem if np.array_equal(extent.points, problem.points) else \
+            dataclasses.replace(problem, points=extent.points)
+    points = getattr(extent, "box_points", None)
+    if points is None or np.shape(points) != np.shape(problem.points):
+        return None
+    return dataclasses.replace(problem, points=points, box_lengths=box_point_lengths(table))

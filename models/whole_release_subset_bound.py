@@ -62,7 +62,8 @@ from republish.models.whole_release_problem import WholeReleaseProblem
 from republish.models.whole_release_restricted import cheapest_per_row
 from republish.models.whole_release_tables import TABLE_COLUMNS, all_columns
 
-__all__ = ["SubsetBound", "relaxation_size", "subset_bound", "subset_bound_applies"]
+__all__ = ["SubsetBound", "planned_size", "relaxation_size", "subset_bound",
+           "subset_bound_applies", "subset_seconds"]
 
 #: Columns added to the LP per pricing round at most (those of least reduced cost).
 PER_ROUND = 5_000
@@ -77,6 +78,22 @@ EARLY_SHARE, SHRINK = 1.0, 16.0
 #: The LP starts from each row's START_SUBSETS cheapest ``(m - 1)``-row subsets, each
 #: extended by its START_EXTENSIONS cheapest rows, besides the incumbent's groups.
 START_SUBSETS, START_EXTENSIONS = 30, 5
+#: Above JOIN_CELLS start subsets times rows, a start subset is extended only by its
+#: members' NEAR_ROWS nearest rows of another value (:func:`cheapest_groups`).
+JOIN_CELLS, NEAR_ROWS = 4_000_000, 12
+#: The relaxation runs where it has at least :func:`subset_seconds`: with 1 s (a 2 s
+#: release) it bounded none of five 200-row Adult samples at m = 4, with 1.5 s four (gaps
+#: 11-28 %, against 53-56 % from the row bound); the model's budget is what the release
+#: step leaves it (about 2.9 s of 3 s), hence SUBSET_SECONDS = 1.25 s and not 1.5 s.
+#: Larger releases need more for their first complete round: SUBSET_SECONDS_AT_1000 ×
+#: (rows / 1,000)³, Adult at m = 3 giving its first bound after 1.8 s on 1,000 rows, 5.8 s
+#: on 1,500 and 13.8-14.6 s on 2,000 (converged at 3.2, 10.8 and 21.5-24 s).
+SUBSET_SECONDS, SUBSET_SECONDS_AT_1000 = 1.25, 1.8
+#: Above this many rows the relaxation over groups smaller than m stays below the row
+#: bound: 148.4 against 151.0 on 1,000 Adult rows at m = 4 (three-row groups), 89.0
+#: against 126.7 on 400 at m = 5 (three-row groups), where on 400 rows at m = 4 it raised
+#: the bound from 80.9 to 89.0.
+SMALLER_GROUPS_ROWS = 400
 #: Groups per row of least reduced cost at the last duals that :attr:`SubsetBound.pool`
 #: keeps, besides the LP's support.
 POOL_PER_ROW = 8
@@ -139,6 +156,25 @@ def relaxation_size(problem: WholeReleaseProblem, a_star: Fraction | None,
                  if subset_bound_applies(problem, a_star, measure, size)), None)
 
 
+def subset_seconds(rows: int) -> float:
+    """The least time for which the relaxation runs on a release of ``rows`` rows
+    (SUBSET_SECONDS, SUBSET_SECONDS_AT_1000)."""
+    return max(SUBSET_SECONDS, SUBSET_SECONDS_AT_1000 * (rows / 1_000) ** 3)
+
+
+def planned_size(problem: WholeReleaseProblem, a_star: Fraction | None, measure: Extent,
+                 seconds: float) -> int | None:
+    """The group size of the relaxation worth running on ``problem`` within ``seconds``
+    (:func:`relaxation_size`), or None: it needs more time (:func:`subset_seconds`), or
+    its groups would be smaller than m on more than SMALLER_GROUPS_ROWS rows."""
+    if seconds < subset_seconds(len(problem.values)):
+        return None
+    size = relaxation_size(problem, a_star, measure)
+    if size is not None and size < problem.m and len(problem.values) > SMALLER_GROUPS_ROWS:
+        return None
+    return size
+
+
 def subset_bound(problem: WholeReleaseProblem, measure: Extent,
                  groups: Sequence[np.ndarray], *, deadline: float,
                  per_round: int = PER_ROUND,
@@ -170,7 +206,8 @@ def subset_bound(problem: WholeReleaseProblem, measure: Extent,
     start = [subset for g in groups
              for subset in itertools.combinations(sorted(np.asarray(g).tolist()), m)]
     columns.add(np.array(start, dtype=np.int64).reshape(-1, m))
-    columns.add(cheapest_groups(base, extension.base_extent, problem.values, measure))
+    columns.add(cheapest_groups(base, extension.base_extent, problem.values, measure,
+                                pairs=extension.pair_extents(measure, n)))
     lp = IncrementalMaster(master())
     best, value, rounds, converged = -math.inf, math.inf, 0, False
     last: Relaxation | None = None
@@ -225,20 +262,28 @@ def _pool(columns: Columns, relaxed: Relaxation | None, m: int) -> np.ndarray:
 
 def cheapest_groups(base: np.ndarray, base_extent: np.ndarray, values: np.ndarray,
                     measure: Extent, subsets: int = START_SUBSETS,
-                    extensions: int = START_EXTENSIONS) -> np.ndarray:
+                    extensions: int = START_EXTENSIONS, pairs: np.ndarray | None = None
+                    ) -> np.ndarray:
     """Groups of ``k + 1`` rows (``base``: ``(B, k)`` subsets of distinct values, rows
     ascending): each row's ``subsets`` cheapest subsets of ``base``, each joined by its
-    ``extensions`` cheapest rows of another value, rows ascending, without repeats.
+    ``extensions`` cheapest rows of another value, rows ascending, without repeats. Where
+    the chosen subsets times the rows exceed JOIN_CELLS, a subset's extensions are the
+    cheapest among its members' NEAR_ROWS nearest rows of another value (by ``pairs``,
+    the rows' pair extents, computed here when not given) instead of among all rows.
 
     From the incumbent's groups alone, the LP's first duals are degenerate and its first
     rounds price hundreds of thousands of groups without completing (200 Adult rows at
     m = 4: LP 155.4 for four rounds, the first complete round after 3 s, converged at
     5.4 s). Each row's cheap groups start it near its value (132.7) and it converged at
-    2.6 s."""
+    2.6 s. On 1,000 rows at m = 3 the join with every row took 2.2 s of the first round's
+    4.4 s (benchmarks/RESULTS.md, session 20)."""
     join = getattr(measure, "joined", None)  # the vectorized extents offer it
     if not len(base) or join is None:
         return np.zeros((0, base.shape[1] + 1), dtype=np.int64)
     n, k = len(values), base.shape[1]
+    extensions = min(extensions, n - k)
+    if extensions <= 0:
+        return np.zeros((0, k + 1), dtype=np.int64)
     by_extent = np.argsort(base_extent, kind="stable")
     rows = base[by_extent].ravel()
     # stable by row within the extent order: each row's subsets, cheapest first
@@ -246,16 +291,47 @@ def cheapest_groups(base: np.ndarray, base_extent: np.ndarray, values: np.ndarra
     ranked = rows[order]
     rank = np.arange(len(order)) - np.searchsorted(ranked, ranked, side="left")
     chosen = base[by_extent[np.unique(order[rank < subsets] // k)]]
-    joined = np.asarray(join(chosen, np.arange(n)), dtype=np.float64)
-    taken = (values[:, None, None] == values[chosen][None, :, :]).any(axis=2)
-    joined[taken] = np.inf  # a row of a value the subset holds (itself included)
-    extensions = min(extensions, n - k)
-    if extensions <= 0:
-        return np.zeros((0, k + 1), dtype=np.int64)
-    best = np.argpartition(joined, extensions - 1, axis=0)[:extensions]  # (extensions, C)
+    pairwise = getattr(measure, "pairwise", None)
+    if len(chosen) * n > JOIN_CELLS and (pairs is not None or pairwise is not None):
+        if pairs is None:
+            pairs = np.asarray(pairwise(np.arange(n), np.arange(n)),  # type: ignore[misc]
+                               dtype=np.float64)
+        candidates = np.sort(_near_rows(values, pairs, NEAR_ROWS)[chosen].reshape(
+            len(chosen), -1), axis=1)
+        candidates[:, 1:][candidates[:, 1:] == candidates[:, :-1]] = -1  # near two members
+        members = np.hstack([np.repeat(chosen, candidates.shape[1], axis=0),
+                             candidates.reshape(-1, 1)])
+        joined = np.asarray(measure.batch(np.maximum(members, 0)),  # type: ignore[attr-defined]
+                            dtype=np.float64).reshape(candidates.shape).T  # (k·NEAR_ROWS, C)
+        taken = (candidates < 0) | (values[candidates][:, :, None] ==
+                                    values[chosen][:, None, :]).any(axis=2)
+        joined[taken.T] = np.inf
+        extensions = min(extensions, len(joined))
+        best = np.argpartition(joined, extensions - 1, axis=0)[:extensions]
+        added = np.take_along_axis(candidates.T, best, axis=0)  # (extensions, C)
+    else:
+        joined = np.asarray(join(chosen, np.arange(n)), dtype=np.float64)
+        taken = (values[:, None, None] == values[chosen][None, :, :]).any(axis=2)
+        joined[taken] = np.inf  # a row of a value the subset holds (itself included)
+        best = np.argpartition(joined, extensions - 1, axis=0)[:extensions]  # (extensions, C)
+        added = best
     fits = np.isfinite(np.take_along_axis(joined, best, axis=0)).T.ravel()
-    groups = np.hstack([np.repeat(chosen, extensions, axis=0), best.T.reshape(-1, 1)])[fits]
+    groups = np.hstack([np.repeat(chosen, extensions, axis=0), added.T.reshape(-1, 1)])[fits]
     return np.unique(np.sort(groups, axis=1), axis=0).astype(np.int64)
+
+
+def _near_rows(values: np.ndarray, pairs: np.ndarray, count: int) -> np.ndarray:
+    """Per row, its ``count`` nearest rows of another value by ``pairs``, the rows' pair
+    extents (``-1`` pads)."""
+    n = len(values)
+    near = np.full((n, count), -1, dtype=np.int64)
+    take = min(count, n - 1)
+    if take <= 0:
+        return near
+    pair = np.where(values[:, None] == values[None, :], np.inf, pairs)  # the row itself too
+    chosen = np.argpartition(pair, take - 1, axis=1)[:, :take]
+    near[:, :take] = np.where(np.isfinite(np.take_along_axis(pair, chosen, axis=1)), chosen, -1)
+    return near
 
 
 def _chosen(found: np.ndarray, rc: np.ndarray, per_round: int) -> np.ndarray:

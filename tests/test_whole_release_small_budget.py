@@ -74,21 +74,26 @@ def test_stage2_keeps_the_bounds_reserve_only_without_a_full_table(
     assert expected - 1e-9 <= limit <= expected + 0.05
 
 
-@pytest.mark.parametrize("tabled", [True, False])
+@pytest.mark.parametrize(("tabled", "relaxed"), [(True, False), (False, False),
+                                                 (False, True)])
 def test_cycle_cover_bound_left_out_where_every_column_priced_the_bound(
-        tabled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+        tabled: bool, relaxed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """An unproven answer (stage 2's proof removed) gets the cycle-cover bound only when
-    some column was not in the table; its bound is stage 2's either way (at least)."""
+    some column was not in the table and no m-row relaxation bounded the release here;
+    its bound is stage 2's either way (at least), and the relaxation's."""
     problem = first_release(5, 24, 2)
     if not tabled:
         monkeypatch.setattr(whole_release, "TABLE_COLUMNS", 0)
+    if not relaxed:
+        monkeypatch.setattr(whole_release, "planned_size", lambda *args: None)
     spy_stage2(monkeypatch, unproven=True)
     calls = spy_cycle_cover(monkeypatch)
     solution = solve_whole_release(problem, time_limit=4.0)
     assert solution.status_b == "FEASIBLE"
     assert solution.bound_b > 0.0
     assert solution.bound_b <= solution.objective_b + 1e-9
-    assert len(calls) == (0 if tabled else 1)
+    assert ("m-row relaxation" in solution.detail) == relaxed
+    assert len(calls) == (1 if not tabled and not relaxed else 0)
 
 
 def test_small_fixed_pool_goes_to_scip_past_the_rate(monkeypatch: pytest.MonkeyPatch) -> None:

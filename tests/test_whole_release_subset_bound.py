@@ -29,6 +29,7 @@ from republish.models.whole_release import WholeReleaseProblem, solve_whole_rele
 from republish.models.whole_release_columns import stage2
 from republish.models.whole_release_counts import BoxExtent
 from republish.models.whole_release_extent_tables import tabulated
+from republish.models.whole_release_problem import release_problems
 from republish.models.whole_release_subset_bound import (
     SubsetBound,
     cheapest_groups,
@@ -136,6 +137,42 @@ def test_start_holds_each_rows_cheapest_subsets_and_their_cheapest_extensions(
         assert tuple(group) in expected
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 3), st.integers(1, 3))
+def test_a_large_start_extends_subsets_by_their_members_nearest_rows(
+        seed: int, subsets: int, extensions: int) -> None:
+    """Past JOIN_CELLS (here 0) a start subset is extended by the cheapest of its members'
+    NEAR_ROWS nearest rows of another value (points without ties), not by every row."""
+    rng = np.random.default_rng(seed)
+    n, k, near = int(rng.integers(6, 11)), int(rng.integers(1, 3)), 2
+    points = rng.random((n, 2))
+    values = rng.integers(0, k + 2, n)
+    measure = tabulated(BoxExtent(points))
+    base = np.array([s for s in itertools.combinations(range(n), k)
+                     if len(set(values[list(s)].tolist())) == k], dtype=np.int64).reshape(-1, k)
+    extent = np.array([measure(s) for s in base]) if len(base) else np.zeros(0)
+    with mock.patch.object(whole_release_subset_bound, "JOIN_CELLS", 0), \
+            mock.patch.object(whole_release_subset_bound, "NEAR_ROWS", near):
+        found = {tuple(g) for g in cheapest_groups(base, extent, values, measure, subsets,
+                                                   extensions).tolist()}
+
+    def nearest(row: int) -> list[int]:
+        others = [r for r in range(n) if values[r] != values[row]]
+        return sorted(others, key=lambda r: measure(np.array([row, r])))[:near]
+
+    expected = set()
+    by_extent = np.argsort(extent, kind="stable")
+    for row in range(n):
+        for i in [i for i in by_extent if row in base[i]][:subsets]:
+            held = set(values[base[i]].tolist())
+            candidates = {r for member in base[i] for r in nearest(int(member))
+                          if values[r] not in held}
+            cheapest = sorted(candidates, key=lambda r: measure(np.append(base[i], r)))
+            expected |= {tuple(sorted([*base[i].tolist(), r]))
+                         for r in cheapest[:extensions]}
+    assert found == expected
+
+
 def test_a_larger_group_is_covered_fractionally() -> None:
     """Five rows of five values at m = 2 on a line: the partition needs a group of three
     (no pairing covers five rows), which the relaxation covers by its pairs at weight 1/2;
@@ -193,7 +230,7 @@ def test_the_model_relaxes_to_smaller_groups_where_the_subsets_do_not_fit(seed: 
         assert relaxation_size(problem, Fraction(0), table) == 2
     with mock.patch.object(whole_release, "TABLE_COLUMNS", 10), \
             mock.patch.object(whole_release_subset_bound, "TABLE_COLUMNS", pairs - 1), \
-            mock.patch.object(whole_release, "SUBSET_SECONDS", 0.0):
+            mock.patch.object(whole_release_subset_bound, "SUBSET_SECONDS", 0.0):
         solution = solve_whole_release(problem, time_limit=10.0)
     reported = re.search(r"; 2-row relaxation: ([0-9.e+-]+) after \d+ rounds \(converged\)",
                          solution.detail)
@@ -244,7 +281,7 @@ def test_model_runs_the_relaxation_where_groups_do_not_fit(seed: int) -> None:
     runs, recorded = recorder()
 
     with mock.patch.object(whole_release, "TABLE_COLUMNS", 10), \
-            mock.patch.object(whole_release, "SUBSET_SECONDS", 0.0), \
+            mock.patch.object(whole_release_subset_bound, "SUBSET_SECONDS", 0.0), \
             mock.patch.object(whole_release, "subset_bound", recorded):
         solution = solve_whole_release(problem, time_limit=10.0)
     assert len(runs) == 1 and runs[0].converged
@@ -267,6 +304,63 @@ def test_relaxation_needs_its_seconds(time_limit: float, runs_expected: int) -> 
             mock.patch.object(whole_release, "subset_bound", recorded):
         solve_whole_release(problem, time_limit=time_limit)
     assert len(runs) == runs_expected
+
+
+@pytest.mark.parametrize(("large_rows", "order"), [(5, ["relaxation", "search"]),
+                                                   (400, ["search", "relaxation"])])
+def test_the_relaxation_runs_before_a_long_search(large_rows: int, order: list[str]) -> None:
+    """Above UNIQUE_LARGE_ROWS rows (here 5 of 9) the free regrouping takes most of the
+    budget: the relaxation runs first, within SUBSET_ROOM times its least time, and the
+    search after it; below, the search first and the relaxation in its share."""
+    problem = first_release(5, n=9)
+    calls: list[str] = []
+    deadlines: list[float] = []
+    polished_start = whole_release.polished_start
+
+    def relaxation(*args: object, **kwargs: object) -> SubsetBound:
+        calls.append("relaxation")
+        deadlines.append(float(kwargs["deadline"]) - time.perf_counter())  # type: ignore[arg-type]
+        return subset_bound(*args, **kwargs)  # type: ignore[arg-type]
+
+    def search(*args: object, **kwargs: object) -> object:
+        calls.append("search")
+        return polished_start(*args, **kwargs)  # type: ignore[arg-type]
+
+    with mock.patch.object(whole_release, "TABLE_COLUMNS", 10), \
+            mock.patch.object(whole_release_subset_bound, "SUBSET_SECONDS", 0.3), \
+            mock.patch.object(whole_release, "UNIQUE_LARGE_ROWS", large_rows), \
+            mock.patch.object(whole_release, "subset_bound", relaxation), \
+            mock.patch.object(whole_release, "polished_start", search):
+        solution = solve_whole_release(problem, time_limit=3.0)
+    assert calls == order
+    room = whole_release.SUBSET_ROOM * 0.3 if order[0] == "relaxation" else \
+        whole_release.SUBSET_SHARE * 3.0
+    assert deadlines[0] <= room + 1e-6
+    assert "m-row relaxation" in solution.detail and not release_problems(
+        problem, solution.groups, solution.deferred)
+
+
+def test_smaller_groups_are_left_out_of_large_releases() -> None:
+    """Above SMALLER_GROUPS_ROWS rows a relaxation over groups smaller than m is not run
+    (it stayed below the row bound on Adult), at or below it it is."""
+    problem = first_release(5, n=9)
+    table = tabulated(BoxExtent(problem.points))
+    pairs = sum(len(set(problem.values[[i, j]].tolist())) == 2
+                for i, j in itertools.combinations(range(len(problem.values)), 2))
+    with mock.patch.object(whole_release_subset_bound, "TABLE_COLUMNS", pairs - 1), \
+            mock.patch.object(whole_release_subset_bound, "SUBSET_SECONDS", 0.0):
+        assert whole_release_subset_bound.planned_size(problem, Fraction(0), table, 1.0) == 2
+        with mock.patch.object(whole_release_subset_bound, "SMALLER_GROUPS_ROWS", 8):
+            assert whole_release_subset_bound.planned_size(problem, Fraction(0), table,
+                                                           1.0) is None
+    assert whole_release_subset_bound.planned_size(problem, Fraction(0), table, 1.0) is None
+    assert whole_release_subset_bound.planned_size(problem, Fraction(0), table, 1.3) == 3
+
+
+def test_larger_releases_need_more_time_for_the_relaxation() -> None:
+    seconds = whole_release_subset_bound.subset_seconds
+    assert seconds(200) == seconds(400) == whole_release_subset_bound.SUBSET_SECONDS
+    assert seconds(2_000) == pytest.approx(8 * seconds(1_000)) and seconds(1_000) > 1.25
 
 
 fork_only = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
