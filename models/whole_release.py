@@ -117,6 +117,7 @@ from republish.models.whole_release_problem import (
     group_signature,
     release_problems,
 )
+from republish.models.whole_release_relaxation_ladder import ladder_candidate
 from republish.models.whole_release_subset_bound import (
     SubsetBound,
     planned_size,
@@ -158,10 +159,13 @@ BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
 #: relaxation runs before it, for SUBSET_ROOM times that least time at most (it converged
 #: in 1.6-1.8 times the time of its first bound there) and no more than a third of the
 #: search's.
-SUBSET_SHARE, SUBSET_ROOM = 0.5, 2.0
+#: The ladder over its groups (:mod:`republish.models.whole_release_relaxation_ladder`)
+#: then takes LADDER_SHARE of the search's time.
+SUBSET_SHARE, SUBSET_ROOM, LADDER_SHARE = 0.5, 2.0, 0.5
 #: With ``workers >= 2`` and a budget of at least SUBSET_BESIDE_SECONDS, the relaxation runs
 #: in a second process (:func:`~republish.models.whole_release_bound_process.run_beside`)
-#: until SUBSET_BESIDE_MARGIN of the budget is left, and the model keeps the whole budget.
+#: until SUBSET_BESIDE_MARGIN of the budget is left, and the model keeps the whole budget;
+#: not above UNIQUE_LARGE_ROWS rows, where the ladder needs its groups early.
 SUBSET_BESIDE_SECONDS, SUBSET_BESIDE_MARGIN = 1.5, 0.05
 #: With the box extent the missing columns are priced exactly, so the start need not hold
 #: them all: at most this many (200 rows, m = 3: the 196,000 columns of extent <= 0.63
@@ -278,7 +282,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
                         deadline=started + (1 - SUBSET_BESIDE_MARGIN) * time_limit,
                         accepts=lambda answer: isinstance(answer, SubsetBound),
                         report="report") \
-        if size is not None and workers >= 2 and time_limit >= SUBSET_BESIDE_SECONDS else None
+        if size is not None and workers >= 2 and time_limit >= SUBSET_BESIDE_SECONDS and \
+        len(problem.values) <= UNIQUE_LARGE_ROWS else None
     end = started + (1 - SUBSET_BESIDE_MARGIN) * time_limit
     subset = None
     if size is not None and beside is None and len(problem.values) > UNIQUE_LARGE_ROWS:
@@ -288,6 +293,9 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         if room >= least:
             subset = subset_bound(problem, table, incumbent.groups, size=size,
                                   deadline=time.perf_counter() + room)
+            incumbent = ladder_candidate(problem, table, subset, incumbent, candidates, weight,
+                                         deadline=time.perf_counter() + LADDER_SHARE * min(
+                                             polish, end - time.perf_counter()), seed=seed)
     incumbent = polished_start(problem, incumbent, candidates, weight, measure,
                                deadline=min(time.perf_counter() + polish, end), seed=seed)
     # below UNIQUE_LARGE_ROWS rows, the relaxation's share after the search

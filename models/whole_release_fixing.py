@@ -82,7 +82,7 @@ LADDER_SHARE, LADDER_SECONDS, LADDER_BUDGET_SHARE = 1.0, 1.0, 0.1
 LADDER_GAP = 0.02
 
 
-def restricted_ladder(columns: Columns, pricer: TabledPricing, relaxed: Relaxation,
+def restricted_ladder(columns: Columns, pricer: TabledPricing | None, relaxed: Relaxation,
                       best: list[int], best_cost: float, bound: float, *, deadline: float,
                       seed: int) -> tuple[list[int], float, int]:
     """Incumbents from SCIP over pools of growing size: for ``k`` in LADDER_PER_ROW, each
@@ -90,7 +90,8 @@ def restricted_ladder(columns: Columns, pricer: TabledPricing, relaxed: Relaxati
     column), the LP's support and the incumbent ``best`` (cost ``best_cost``), among the
     LP's columns and the table's of least reduced cost. Stops once ``best`` is within
     LADDER_GAP of ``bound``, a pool's SCIP run is cut short, or the next pool would not fit
-    before ``deadline``. Returns the best release found, its cost, and the pools solved.
+    before ``deadline`` (``pricer`` None: no table, the columns present only). Returns the
+    best release found, its cost, and the pools solved.
 
     A restricted master heuristic (Joncour, Michel, Sadykov, Sverdlov & Vanderbeck,
     *Column generation based primal heuristics*, ENDM 36, 2010, §2). The pool of least
@@ -103,7 +104,8 @@ def restricted_ladder(columns: Columns, pricer: TabledPricing, relaxed: Relaxati
     cheapest of each size gave 71.0 in 0.05 s (465 columns), 8 of each 67.4 in 0.2 s and
     16 of each 67.2 in 1.5 s (the best known; a 30 s run before the ladder ended at 67.4)."""
     n = len(columns.problem.values)
-    if pricer.table is not None:  # the table's cheapest, beside the LP's own columns
+    if pricer is not None and pricer.table is not None:  # the table's cheapest, beside
+        # the LP's own columns
         table_rc = pricer.table_reduced_costs(relaxed)
         take = min(len(table_rc), LADDER_TABLE_PER_ROW * n)
         cheap = np.argpartition(table_rc, take - 1)[:take] if take < len(table_rc) \

@@ -62,7 +62,7 @@ from republish.models.whole_release_problem import WholeReleaseProblem
 from republish.models.whole_release_restricted import cheapest_per_row
 from republish.models.whole_release_tables import TABLE_COLUMNS, all_columns
 
-__all__ = ["SubsetBound", "planned_size", "relaxation_size", "subset_bound",
+__all__ = ["SubsetBound", "near_rows", "planned_size", "relaxation_size", "subset_bound",
            "subset_bound_applies", "subset_seconds"]
 
 #: Columns added to the LP per pricing round at most (those of least reduced cost).
@@ -107,7 +107,8 @@ class SubsetBound:
     ``size``: rows per group of the relaxation; ``pool``: its groups in the last LP's
     support and each row's POOL_PER_ROW of least reduced cost, ``(C, size)`` rows
     ascending (where ``size == m``, groups of the release model too: a start for its
-    column generation and its searches)."""
+    column generation and its searches); ``duals``: the last LP's duals of the rows
+    (empty without an LP)."""
 
     bound: float
     lp_value: float
@@ -118,6 +119,8 @@ class SubsetBound:
     size: int = 0
     pool: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 1), np.int64),
                                          compare=False, repr=False)
+    duals: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0), compare=False,
+                                          repr=False)
 
 
 def _all_new(problem: WholeReleaseProblem, counts: ReleaseCounts) -> Family | None:
@@ -244,7 +247,9 @@ def subset_bound(problem: WholeReleaseProblem, measure: Extent,
             theta = theta / SHRINK if theta < -1e-6 * max(1.0, abs(value)) / n else 0.0
         columns.add(_chosen(found[negative], rc[negative], per_round)[:, :m])
     return SubsetBound(best, value, converged, rounds, len(columns.cost),
-                       time.perf_counter() - started, m, _pool(columns, last, m))
+                       time.perf_counter() - started, m, _pool(columns, last, m),
+                       np.asarray(last.y, dtype=np.float64) if last is not None else
+                       np.zeros(0))
 
 
 def _pool(columns: Columns, relaxed: Relaxation | None, m: int) -> np.ndarray:
@@ -296,7 +301,7 @@ def cheapest_groups(base: np.ndarray, base_extent: np.ndarray, values: np.ndarra
         if pairs is None:
             pairs = np.asarray(pairwise(np.arange(n), np.arange(n)),  # type: ignore[misc]
                                dtype=np.float64)
-        candidates = np.sort(_near_rows(values, pairs, NEAR_ROWS)[chosen].reshape(
+        candidates = np.sort(near_rows(values, pairs, NEAR_ROWS)[chosen].reshape(
             len(chosen), -1), axis=1)
         candidates[:, 1:][candidates[:, 1:] == candidates[:, :-1]] = -1  # near two members
         members = np.hstack([np.repeat(chosen, candidates.shape[1], axis=0),
@@ -320,7 +325,7 @@ def cheapest_groups(base: np.ndarray, base_extent: np.ndarray, values: np.ndarra
     return np.unique(np.sort(groups, axis=1), axis=0).astype(np.int64)
 
 
-def _near_rows(values: np.ndarray, pairs: np.ndarray, count: int) -> np.ndarray:
+def near_rows(values: np.ndarray, pairs: np.ndarray, count: int) -> np.ndarray:
     """Per row, its ``count`` nearest rows of another value by ``pairs``, the rows' pair
     extents (``-1`` pads)."""
     n = len(values)
