@@ -156,16 +156,19 @@ BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
 #: 200 Adult rows at m = 4 converge in 1.7-2.6 s from each row's cheap groups), where it
 #: has its least time (:func:`~republish.models.whole_release_subset_bound.subset_seconds`).
 #: Above UNIQUE_LARGE_ROWS rows, where the free regrouping takes most of the budget, the
-#: relaxation runs before it, for SUBSET_ROOM times that least time at most (it converged
-#: in 1.6-1.8 times the time of its first bound there) and no more than a third of the
-#: search's.
-#: The ladder over its groups (:mod:`republish.models.whole_release_relaxation_ladder`)
-#: then takes LADDER_SHARE of the search's time.
-SUBSET_SHARE, SUBSET_ROOM, LADDER_SHARE = 0.5, 2.0, 0.5
+#: relaxation runs before it where it gets SUBSET_ROOM_NEEDED times that least time, up to
+#: SUBSET_ROOM times (it converged in 1.6-1.8 times the time of its first bound there),
+#: and the search keeps two thirds of its time; the ladder over its groups
+#: (:mod:`republish.models.whole_release_relaxation_ladder`) then takes LADDER_SHARE of the
+#: search's time; all from a budget of FIRST_BUDGET times that least time. Adult, m = 3,
+#: (b) against the search alone: 1,000 rows -8 % at 10 s and 20 s, +7 % at 5 s; 1,500
+#: rows -5 % at 30 s, +10 % at 20 s; 2,000 rows +10 % at 60 s (its pools took SCIP 18 s).
+SUBSET_SHARE, SUBSET_ROOM, SUBSET_ROOM_NEEDED, LADDER_SHARE = 0.5, 2.0, 1.5, 0.5
+FIRST_BUDGET = 5.0
 #: With ``workers >= 2`` and a budget of at least SUBSET_BESIDE_SECONDS, the relaxation runs
 #: in a second process (:func:`~republish.models.whole_release_bound_process.run_beside`)
-#: until SUBSET_BESIDE_MARGIN of the budget is left, and the model keeps the whole budget;
-#: not above UNIQUE_LARGE_ROWS rows, where the ladder needs its groups early.
+#: until SUBSET_BESIDE_MARGIN of the budget is left, and the model keeps the whole budget
+#: (not where it runs first, above UNIQUE_LARGE_ROWS rows: the ladder needs its groups).
 SUBSET_BESIDE_SECONDS, SUBSET_BESIDE_MARGIN = 1.5, 0.05
 #: With the box extent the missing columns are priced exactly, so the start need not hold
 #: them all: at most this many (200 rows, m = 3: the 196,000 columns of extent <= 0.63
@@ -278,24 +281,25 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     least = subset_seconds(len(problem.values))
     size = planned_size(problem, a_star, table, (1 - SUBSET_BESIDE_MARGIN) * time_limit) \
         if not extendable else None
-    beside = run_beside(subset_bound, problem, table, incumbent.groups, size=size,
-                        deadline=started + (1 - SUBSET_BESIDE_MARGIN) * time_limit,
-                        accepts=lambda answer: isinstance(answer, SubsetBound),
-                        report="report") \
-        if size is not None and workers >= 2 and time_limit >= SUBSET_BESIDE_SECONDS and \
-        len(problem.values) <= UNIQUE_LARGE_ROWS else None
     end = started + (1 - SUBSET_BESIDE_MARGIN) * time_limit
+    # above UNIQUE_LARGE_ROWS rows the search takes most of the budget: the relaxation
+    # first where it has SUBSET_ROOM_NEEDED times its least time besides two thirds of the
+    # search's (up to SUBSET_ROOM times; it stops where it converges), then the ladder
+    room = min(SUBSET_ROOM * least, end - time.perf_counter() - 2 * polish / 3)
+    first = size is not None and len(problem.values) > UNIQUE_LARGE_ROWS and \
+        room >= SUBSET_ROOM_NEEDED * least and time_limit >= FIRST_BUDGET * least
+    beside = run_beside(subset_bound, problem, table, incumbent.groups, size=size,
+                        deadline=end, accepts=lambda answer: isinstance(answer, SubsetBound),
+                        report="report") \
+        if size is not None and not first and workers >= 2 and \
+        time_limit >= SUBSET_BESIDE_SECONDS else None
     subset = None
-    if size is not None and beside is None and len(problem.values) > UNIQUE_LARGE_ROWS:
-        # the search takes most of such a budget: the relaxation first, for what it needs
-        # (it stops where it converges), at most a third of the search's time
-        room = min(SUBSET_ROOM * least, end - time.perf_counter() - 2 * polish / 3)
-        if room >= least:
-            subset = subset_bound(problem, table, incumbent.groups, size=size,
-                                  deadline=time.perf_counter() + room)
-            incumbent = ladder_candidate(problem, table, subset, incumbent, candidates, weight,
-                                         deadline=time.perf_counter() + LADDER_SHARE * min(
-                                             polish, end - time.perf_counter()), seed=seed)
+    if first:
+        subset = subset_bound(problem, table, incumbent.groups, size=size,
+                              deadline=time.perf_counter() + room)
+        incumbent = ladder_candidate(problem, table, subset, incumbent, candidates, weight,
+                                     deadline=time.perf_counter() + LADDER_SHARE * min(
+                                         polish, end - time.perf_counter()), seed=seed)
     incumbent = polished_start(problem, incumbent, candidates, weight, measure,
                                deadline=min(time.perf_counter() + polish, end), seed=seed)
     # below UNIQUE_LARGE_ROWS rows, the relaxation's share after the search
