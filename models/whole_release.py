@@ -302,11 +302,15 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
                                          polish, end - time.perf_counter()), seed=seed)
     incumbent = polished_start(problem, incumbent, candidates, weight, measure,
                                deadline=min(time.perf_counter() + polish, end), seed=seed)
-    # below UNIQUE_LARGE_ROWS rows, the relaxation's share after the search
+    # below UNIQUE_LARGE_ROWS rows, the relaxation's share after the search, and the ladder
+    # for half of what is left
     relax_end = min(time.perf_counter() + SUBSET_SHARE * time_limit, end)
     if subset is None and size is not None and beside is None and \
             relax_end - time.perf_counter() >= least:
         subset = subset_bound(problem, table, incumbent.groups, size=size, deadline=relax_end)
+        incumbent = ladder_candidate(problem, table, subset, incumbent, candidates, weight,
+                                     deadline=time.perf_counter() + LADDER_SHARE * (
+                                         end - time.perf_counter()), seed=seed)
     # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
     # points, which must bound the extent from below (equal for the box extent).
     pricing = pricing_problem(problem, extent, table)

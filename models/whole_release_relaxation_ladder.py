@@ -25,6 +25,7 @@ pools of 1,420 / 2,548 / 4,605 / 8,337 columns gave 180.10 / 180.08 / 160.62 / 1
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 import numpy as np
@@ -50,13 +51,15 @@ def ladder_from_relaxation(problem: WholeReleaseProblem, measure: Extent,
     relaxation's pool, each pool group extended by one of EXTENSION_ROWS nearest rows of its
     members, and the incumbent ``groups`` (a partition of every row into m-unique groups);
     None when the relaxation was not over m-row groups or has no duals, the extent has no
-    ``pairwise``, or nothing cheaper than ``groups`` was found."""
+    ``pairwise``, ``groups`` do not partition every row into groups of ``m`` or more rows,
+    or nothing cheaper than ``groups`` was found."""
     pairwise = getattr(measure, "pairwise", None)
     m, values = problem.m, problem.values
     n = len(values)
     if relaxation.size != m or len(relaxation.duals) != n or pairwise is None or \
-            not len(relaxation.pool) or not groups:
-        return None
+            not len(relaxation.pool) or not groups or \
+            sum(len(g) for g in groups) != n or any(len(g) < m for g in groups):
+        return None  # the start must be a partition of every row (no deferral, no padding)
     pool = np.asarray(relaxation.pool, dtype=np.int64)
     near = near_rows(values, np.asarray(pairwise(np.arange(n), np.arange(n)), dtype=float),
                      EXTENSION_ROWS)[pool].reshape(len(pool), -1)
@@ -64,7 +67,9 @@ def ladder_from_relaxation(problem: WholeReleaseProblem, measure: Extent,
     fresh = (near.ravel() >= 0) & ~(values[np.maximum(grown[:, -1], 0)][:, None] ==
                                      values[grown[:, :-1]]).any(axis=1)
     width = max(m + 1, max(len(g) for g in groups))
-    columns = Columns(problem, ReleaseCounts.of(problem), measure, Fraction(1), 0, width)
+    # every row covered exactly once: no deferral, as in the relaxation
+    covered = dataclasses.replace(problem, allow_deferrals=False)
+    columns = Columns(covered, ReleaseCounts.of(covered), measure, Fraction(1), 0, width)
     columns.add(pool)
     columns.add(np.unique(np.sort(grown[fresh], axis=1), axis=0))
     best = columns.add(np.array([np.pad(np.sort(g), (0, width - len(g)), constant_values=-1)
@@ -84,12 +89,13 @@ def ladder_candidate(problem: WholeReleaseProblem, table: Extent, subset: Subset
                      incumbent: Candidate, candidates: list[Candidate], weight: Fraction, *,
                      deadline: float, seed: int) -> Candidate:
     """The best of ``candidates`` once :func:`ladder_from_relaxation`'s release, if any,
-    joins them (lexicographic (a), (b); the ladder keeps the incumbent's deferred rows)."""
+    joins them (lexicographic (a), (b)); only from an incumbent whose (a) is 0."""
+    if incumbent.a != 0 or len(incumbent.deferred):
+        return incumbent
     found = ladder_from_relaxation(problem, table, subset, list(incumbent.groups),
                                    deadline=deadline, seed=seed)
     if found is None:
         return incumbent
-    candidates.append(Candidate(*release_objectives(problem, found, len(incumbent.deferred),
-                                                    weight, table), found, incumbent.deferred,
-                                "model"))
+    candidates.append(Candidate(*release_objectives(problem, found, 0, weight, table), found,
+                                incumbent.deferred, "model"))
     return min(candidates, key=lambda c: (c.a, c.b))
