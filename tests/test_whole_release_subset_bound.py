@@ -379,11 +379,13 @@ fork_only = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_metho
     (2.0, 2, "beside"),  # a second process for the budget
     (2.0, 1, None),  # one worker: here, and 1 s is too short for it
     (2.6, 1, "here"),
+    (2.6, 2, "here"),  # its share here is long enough: here, where the ladder follows it
 ])
 def test_two_workers_run_the_relaxation_beside_the_model(time_limit: float, workers: int,
                                                          where: str | None) -> None:
     """With two workers the relaxation runs in a second process (calls there do not reach
-    this process's list) for the model's budget, from 1.5 s on, and its bound is the
+    this process's list) for the model's budget, from 1.5 s on where its share here would
+    be too short (SUBSET_SHARE x budget below its least time), and its bound is the
     certificate's where the model proves nothing (stage 2 and the other bounds made
     powerless here): the enumerated LP, below the optimum."""
     problem = first_release(5, n=9)
@@ -418,7 +420,8 @@ def test_two_workers_run_the_relaxation_beside_the_model(time_limit: float, work
 @fork_only
 def test_a_proven_release_does_not_wait_for_the_relaxation() -> None:
     """The model proves the small release at once: the relaxation beside it (made slow
-    here) is stopped, not awaited for the rest of the 20 s budget."""
+    here, and given a least time of 15 s, more than its share here) is stopped, not
+    awaited for the rest of the 20 s budget."""
     problem = first_release(5, n=9)
     optimum = brute_force(problem)
     assert optimum is not None
@@ -429,6 +432,7 @@ def test_a_proven_release_does_not_wait_for_the_relaxation() -> None:
 
     started = time.perf_counter()
     with mock.patch.object(whole_release, "TABLE_COLUMNS", 10), \
+            mock.patch.object(whole_release_subset_bound, "SUBSET_SECONDS", 15.0), \
             mock.patch.object(whole_release, "subset_bound", slow):
         solution = solve_whole_release(problem, time_limit=20.0, workers=2)
     assert solution.status_b == "OPTIMAL"
