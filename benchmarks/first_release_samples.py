@@ -106,8 +106,9 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true",
                         help="run each release in a new Python process")
     parser.add_argument("--workers", type=int, default=1,
-                        help="cores a release step may use (from 2, a first release at "
-                             "m >= 4 runs its m-row relaxation in a second process)")
+                        help="cores a release step may use (from 2, a first release "
+                             "whose m-row relaxation would not get its time in the "
+                             "process runs it in a second process)")
     parser.add_argument("--one", nargs=6, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:  # a --cold child: one release, its row as JSON

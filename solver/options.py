@@ -60,8 +60,8 @@ FIRST_RELEASES = ("buckets", "keep-buckets", "compact")
 class SolveOptions:
     """``mode``, ``time_limit`` (seconds, one budget per step), ``workers`` (CP-SAT / MIP
     threads; from 2, a release step above 2,000 rows computes its bound on (b) in a second
-    process beside its search, and so does a first release of up to 400 rows at m >= 4,
-    its m-row relaxation), ``seed`` (the models' random seed; ``None``: drawn from the
+    process beside its search, and so does a first release whose m-row relaxation would
+    not get its time in the process), ``seed`` (the models' random seed; ``None``: drawn from the
     step's rng) and ``cost``, the generalization objective (b) the models minimize."""
 
     mode: Mode = "auto"

@@ -128,7 +128,8 @@ def compare(
         int, typer.Option("--workers", help="Cores the exact pipeline may use: CP-SAT's "
                           "workers, and from 2 a release above 2,000 rows computes its bound "
                           "on the generalization cost in a second process beside its search, "
-                          "as does a first release of up to 400 rows at m >= 4.")
+                          "as does a first release whose m-row relaxation would not get "
+                          "its time in the process.")
     ] = 1,
     eligibility: Annotated[
         Eligibility,

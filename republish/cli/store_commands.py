@@ -200,8 +200,9 @@ def release(
         typer.Option("--workers", help="Cores the exact models may use: CP-SAT's workers, "
                      "and from 2 a release above 2,000 rows computes its bound on the "
                      "generalization cost in a second process beside its search, as does a "
-                     "first release of up to 400 rows at m >= 4 (a tighter certificate and "
-                     "a longer search in the same wall time)."),
+                     "first release whose m-row relaxation would not get its time in the "
+                     "process (a tighter certificate and a longer search in the same wall "
+                     "time)."),
     ] = 1,
     cost: Annotated[
         Cost,
