@@ -411,4 +411,3 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     if broken:
         raise RuntimeError(f"whole-release model produced an invalid release: {broken}")
     return answer
-

@@ -36,7 +36,7 @@ from republish.models.whole_release_columns import Columns
 from republish.models.whole_release_counts import Extent, ReleaseCounts
 from republish.models.whole_release_fixing import restricted_ladder
 from republish.models.whole_release_problem import WholeReleaseProblem
-from republish.models.whole_release_subset_bound import SubsetBound, near_rows
+from republish.models.whole_release_subset_bound import SubsetBound, near_extensions
 
 __all__ = ["EXTENSION_ROWS", "ladder_candidate", "ladder_from_relaxation"]
 
@@ -48,24 +48,23 @@ def ladder_from_relaxation(problem: WholeReleaseProblem, measure: Extent,
                            relaxation: SubsetBound, groups: list[np.ndarray], *,
                            deadline: float, seed: int) -> list[np.ndarray] | None:
     """The cheapest partition SCIP finds by ``deadline`` (``time.perf_counter()``) over the
-    relaxation's pool, each pool group extended by one of EXTENSION_ROWS nearest rows of its
-    members, and the incumbent ``groups`` (a partition of every row into m-unique groups);
-    None when the relaxation was not over m-row groups or has no duals, the extent has no
-    ``pairwise``, ``groups`` do not partition every row into groups of ``m`` or more rows,
-    or nothing cheaper than ``groups`` was found."""
-    pairwise = getattr(measure, "pairwise", None)
+    relaxation's pool, each pool group extended by one of its members' EXTENSION_ROWS
+    nearest rows (``relaxation.near``), and the incumbent ``groups`` (a partition of every
+    row into m-unique groups); None when the relaxation was not over m-row groups or has
+    no duals or nearest rows, the extent has no ``pairwise`` (it is not vectorized),
+    ``groups`` do not partition every row into groups of ``m`` or more rows, or nothing
+    cheaper than ``groups`` was found."""
     m, values = problem.m, problem.values
     n = len(values)
-    if relaxation.size != m or len(relaxation.duals) != n or pairwise is None or \
-            not len(relaxation.pool) or not groups or \
-            sum(len(g) for g in groups) != n or any(len(g) < m for g in groups):
+    if relaxation.size != m or len(relaxation.duals) != n or len(relaxation.near) != n or \
+            getattr(measure, "pairwise", None) is None or not len(relaxation.pool) or \
+            not groups or sum(len(g) for g in groups) != n or \
+            any(len(g) < m for g in groups):
         return None  # the start must be a partition of every row (no deferral, no padding)
     pool = np.asarray(relaxation.pool, dtype=np.int64)
-    near = near_rows(values, np.asarray(pairwise(np.arange(n), np.arange(n)), dtype=float),
-                     EXTENSION_ROWS)[pool].reshape(len(pool), -1)
+    near = near_extensions(pool, values, relaxation.near[:, :EXTENSION_ROWS])
     grown = np.hstack([np.repeat(pool, near.shape[1], axis=0), near.reshape(-1, 1)])
-    fresh = (near.ravel() >= 0) & ~(values[np.maximum(grown[:, -1], 0)][:, None] ==
-                                     values[grown[:, :-1]]).any(axis=1)
+    fresh = near.ravel() >= 0
     width = max(m + 1, max(len(g) for g in groups))
     # every row covered exactly once: no deferral, as in the relaxation
     covered = dataclasses.replace(problem, allow_deferrals=False)

@@ -62,8 +62,8 @@ from republish.models.whole_release_problem import WholeReleaseProblem
 from republish.models.whole_release_restricted import cheapest_per_row
 from republish.models.whole_release_tables import TABLE_COLUMNS, all_columns
 
-__all__ = ["SubsetBound", "near_rows", "planned_size", "relaxation_size", "subset_bound",
-           "subset_bound_applies", "subset_seconds"]
+__all__ = ["SubsetBound", "near_extensions", "near_rows", "planned_size", "relaxation_size",
+           "subset_bound", "subset_bound_applies", "subset_seconds"]
 
 #: Columns added to the LP per pricing round at most (those of least reduced cost).
 PER_ROUND = 5_000
@@ -108,7 +108,8 @@ class SubsetBound:
     support and each row's POOL_PER_ROW of least reduced cost, ``(C, size)`` rows
     ascending (where ``size == m``, groups of the release model too: a start for its
     column generation and its searches); ``duals``: the last LP's duals of the rows
-    (empty without an LP)."""
+    (empty without an LP); ``near``: each row's NEAR_ROWS nearest rows of another value
+    (:func:`near_rows`)."""
 
     bound: float
     lp_value: float
@@ -121,6 +122,8 @@ class SubsetBound:
                                          compare=False, repr=False)
     duals: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0), compare=False,
                                           repr=False)
+    near: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 1), np.int64),
+                                         compare=False, repr=False)
 
 
 def _all_new(problem: WholeReleaseProblem, counts: ReleaseCounts) -> Family | None:
@@ -209,8 +212,9 @@ def subset_bound(problem: WholeReleaseProblem, measure: Extent,
     start = [subset for g in groups
              for subset in itertools.combinations(sorted(np.asarray(g).tolist()), m)]
     columns.add(np.array(start, dtype=np.int64).reshape(-1, m))
+    near = near_rows(problem.values, extension.pair_extents(measure, n), NEAR_ROWS)
     columns.add(cheapest_groups(base, extension.base_extent, problem.values, measure,
-                                pairs=extension.pair_extents(measure, n)))
+                                near=near))
     lp = IncrementalMaster(master())
     best, value, rounds, converged = -math.inf, math.inf, 0, False
     last: Relaxation | None = None
@@ -249,7 +253,7 @@ def subset_bound(problem: WholeReleaseProblem, measure: Extent,
     return SubsetBound(best, value, converged, rounds, len(columns.cost),
                        time.perf_counter() - started, m, _pool(columns, last, m),
                        np.asarray(last.y, dtype=np.float64) if last is not None else
-                       np.zeros(0))
+                       np.zeros(0), near)
 
 
 def _pool(columns: Columns, relaxed: Relaxation | None, m: int) -> np.ndarray:
@@ -267,14 +271,15 @@ def _pool(columns: Columns, relaxed: Relaxation | None, m: int) -> np.ndarray:
 
 def cheapest_groups(base: np.ndarray, base_extent: np.ndarray, values: np.ndarray,
                     measure: Extent, subsets: int = START_SUBSETS,
-                    extensions: int = START_EXTENSIONS, pairs: np.ndarray | None = None
+                    extensions: int = START_EXTENSIONS, near: np.ndarray | None = None
                     ) -> np.ndarray:
     """Groups of ``k + 1`` rows (``base``: ``(B, k)`` subsets of distinct values, rows
     ascending): each row's ``subsets`` cheapest subsets of ``base``, each joined by its
     ``extensions`` cheapest rows of another value, rows ascending, without repeats. Where
     the chosen subsets times the rows exceed JOIN_CELLS, a subset's extensions are the
-    cheapest among its members' NEAR_ROWS nearest rows of another value (by ``pairs``,
-    the rows' pair extents, computed here when not given) instead of among all rows.
+    cheapest among its members' NEAR_ROWS nearest rows of another value (``near``, from
+    :func:`near_rows`; computed here from the measure's pair extents when not given)
+    instead of among all rows.
 
     From the incumbent's groups alone, the LP's first duals are degenerate and its first
     rounds price hundreds of thousands of groups without completing (200 Adult rows at
@@ -297,20 +302,16 @@ def cheapest_groups(base: np.ndarray, base_extent: np.ndarray, values: np.ndarra
     rank = np.arange(len(order)) - np.searchsorted(ranked, ranked, side="left")
     chosen = base[by_extent[np.unique(order[rank < subsets] // k)]]
     pairwise = getattr(measure, "pairwise", None)
-    if len(chosen) * n > JOIN_CELLS and (pairs is not None or pairwise is not None):
-        if pairs is None:
-            pairs = np.asarray(pairwise(np.arange(n), np.arange(n)),  # type: ignore[misc]
-                               dtype=np.float64)
-        candidates = np.sort(near_rows(values, pairs, NEAR_ROWS)[chosen].reshape(
-            len(chosen), -1), axis=1)
-        candidates[:, 1:][candidates[:, 1:] == candidates[:, :-1]] = -1  # near two members
+    if len(chosen) * n > JOIN_CELLS and (near is not None or pairwise is not None):
+        if near is None:
+            near = near_rows(values, np.asarray(pairwise(np.arange(n), np.arange(n)),  # type: ignore[misc]
+                                                dtype=np.float64), NEAR_ROWS)
+        candidates = near_extensions(chosen, values, near)
         members = np.hstack([np.repeat(chosen, candidates.shape[1], axis=0),
                              candidates.reshape(-1, 1)])
         joined = np.asarray(measure.batch(np.maximum(members, 0)),  # type: ignore[attr-defined]
                             dtype=np.float64).reshape(candidates.shape).T  # (k·NEAR_ROWS, C)
-        taken = (candidates < 0) | (values[candidates][:, :, None] ==
-                                    values[chosen][:, None, :]).any(axis=2)
-        joined[taken.T] = np.inf
+        joined[candidates.T < 0] = np.inf
         extensions = min(extensions, len(joined))
         best = np.argpartition(joined, extensions - 1, axis=0)[:extensions]
         added = np.take_along_axis(candidates.T, best, axis=0)  # (extensions, C)
@@ -327,7 +328,7 @@ def cheapest_groups(base: np.ndarray, base_extent: np.ndarray, values: np.ndarra
 
 def near_rows(values: np.ndarray, pairs: np.ndarray, count: int) -> np.ndarray:
     """Per row, its ``count`` nearest rows of another value by ``pairs``, the rows' pair
-    extents (``-1`` pads)."""
+    extents, nearest first (``-1`` pads)."""
     n = len(values)
     near = np.full((n, count), -1, dtype=np.int64)
     take = min(count, n - 1)
@@ -335,8 +336,21 @@ def near_rows(values: np.ndarray, pairs: np.ndarray, count: int) -> np.ndarray:
         return near
     pair = np.where(values[:, None] == values[None, :], np.inf, pairs)  # the row itself too
     chosen = np.argpartition(pair, take - 1, axis=1)[:, :take]
+    chosen = np.take_along_axis(chosen, np.argsort(np.take_along_axis(pair, chosen, axis=1),
+                                                   axis=1, kind="stable"), axis=1)
     near[:, :take] = np.where(np.isfinite(np.take_along_axis(pair, chosen, axis=1)), chosen, -1)
     return near
+
+
+def near_extensions(groups: np.ndarray, values: np.ndarray, near: np.ndarray) -> np.ndarray:
+    """Per group of ``groups`` (``(C, k)`` rows), the rows that may extend it: its members'
+    rows of ``near`` (:func:`near_rows`) of a value it does not hold, each once; ``(C, k ×
+    near columns)``, ``-1`` elsewhere."""
+    candidates = np.sort(near[groups].reshape(len(groups), -1), axis=1)
+    candidates[:, 1:][candidates[:, 1:] == candidates[:, :-1]] = -1  # near two members
+    held = (values[candidates][:, :, None] == values[groups][:, None, :]).any(axis=2)
+    candidates[held] = -1
+    return candidates
 
 
 def _chosen(found: np.ndarray, rc: np.ndarray, per_round: int) -> np.ndarray:
