@@ -41,6 +41,11 @@ class Certificate:
     objective_name: str = ""
     #: The stages of a lexicographic objective (:func:`lexicographic`), first stage first.
     stages: tuple[Certificate, ...] = ()
+    #: The same objective over a restricted set of releases, named by its ``step`` (e.g.
+    #: ``m-invariance (b) within the paper's buckets``): what the solve proved of the
+    #: releases a policy allows, beside what it proved of all releases. Never the release's
+    #: status: a release proven optimal within its policy may be far from the optimum.
+    restricted: Certificate | None = None
 
     @property
     def gap(self) -> float | None:
@@ -62,13 +67,17 @@ class Certificate:
         data["gap"] = self.gap
         data["wall_time_s"] = self.wall_time_s
         data["stages"] = [stage.to_dict() for stage in self.stages]
+        data["restricted"] = None if self.restricted is None else self.restricted.to_dict()
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Certificate:
-        fields = {k: v for k, v in data.items() if k not in ("gap", "wall_time_s", "stages")}
+        fields = {k: v for k, v in data.items()
+                  if k not in ("gap", "wall_time_s", "stages", "restricted")}
         stages = tuple(cls.from_dict(stage) for stage in data.get("stages") or ())
-        return cls(**fields, stages=stages)
+        restricted = data.get("restricted")
+        return cls(**fields, stages=stages,
+                   restricted=None if restricted is None else cls.from_dict(restricted))
 
 
 def lexicographic(step: str, first: Certificate, second: Certificate) -> Certificate:

@@ -314,7 +314,7 @@ def build_m_invariant(context: StepContext) -> Built:
         problem = whole_problem(cost, codes_sa, bucket,
                                 [frozenset(code_of[v] for v in sig) for sig in work.signatures],
                                 m, len(domain), eligibility)
-    whole = None
+    whole, within = None, None
     status_a: Status = "HEURISTIC" if counts is None else counts.status
     bound_a = None if counts is None else counts.bound
     status_b: Status = "HEURISTIC"
@@ -332,7 +332,7 @@ def build_m_invariant(context: StepContext) -> Built:
         whole = solve_whole(problem, cost, hint, solve, context.deadline, context.model_seed(),
                             first_buckets=(first_buckets, problem.signatures))
         if whole is not None:
-            answer = whole[1]
+            answer, within = whole[1], whole[2]
             # the counts model's proof of (a) stands even when the whole model's does not
             status_a = answer.status_a  # type: ignore[assignment]
             bound_a = _larger(bound_a, answer.bound_a)
@@ -382,7 +382,8 @@ def build_m_invariant(context: StepContext) -> Built:
         bound_a = _larger(bound_a, float(forced))
     certificate = release_certificate(
         PRINCIPLE, cost, 1.0, objective_a, objective_b, status_a=status_a, bound_a=bound_a,
-        status_b=status_b, bound_b=bound_b, heuristic=(pipeline_a, pipeline_b), detail=detail)
+        status_b=status_b, bound_b=bound_b, heuristic=(pipeline_a, pipeline_b), detail=detail,
+        within=within)
     boxes = group_boxes(codes[published_rows], groups)
     domain_of_table = Domain.of(schema, codes)
     return Built(

@@ -158,11 +158,17 @@ def _stages(certificate: Certificate) -> dict[str, Any]:
     if len(certificate.stages) != 2:
         return {"objective_name": certificate.objective_name or None}
     first, second = certificate.stages
+    within = certificate.restricted
     return {
         "objective_name": certificate.objective_name,
         "counts_status": first.status, "counts_bound": first.bound, "counts_gap": first.gap,
         "cost": second.objective, "cost_status": second.status, "cost_bound": second.bound,
         "cost_gap": second.gap, "cost_name": second.objective_name,
+        # (b) over the releases a policy allows (Certificate.restricted), beside the above
+        "within": None if within is None else within.step.rpartition(" (b) ")[2],
+        "within_status": None if within is None else within.status,
+        "within_bound": None if within is None else within.bound,
+        "within_gap": None if within is None else within.gap,
     }
 
 

@@ -32,11 +32,15 @@ def certificate_text(summary: dict[str, Any]) -> str:
                 f"bound {_cell(summary['bound'])}, gap {_cell(summary['gap'])}")
     name = str(summary.get("objective_name") or "")
     first, _, second = name.partition(", then ")
-    return (f"certificate: release {summary['status']}; (a) {first} = "
+    text = (f"certificate: release {summary['status']}; (a) {first} = "
             f"{_cell(summary['objective'])} ({summary['counts_status']}, bound "
             f"{_cell(summary['bound'])}); (b) {second} = {_cell(summary['cost'])} "
             f"({summary['cost_status']}, bound {_cell(summary['cost_bound'])}, gap "
             f"{_cell(summary['cost_gap'])})")
+    if summary.get("within_status") is not None:  # never the release's status
+        text += (f"; {summary['within']}, (b) {summary['within_status']} (bound "
+                 f"{_cell(summary['within_bound'])}, gap {_cell(summary['within_gap'])})")
+    return text
 
 
 #: Table headers (docs/formats.md names each column's field).
@@ -45,6 +49,7 @@ _HEADERS = {
     "mean_perimeter": "mean perimeter", "ncp": "NCP", "wall_time_s": "time s",
     "counts_status": "(a) status", "objective": "(a)", "bound": "(a) bound",
     "cost_status": "(b) status", "cost": "(b)", "cost_bound": "(b) bound", "cost_gap": "(b) gap",
+    "within_status": "(b) status within policy", "within_gap": "(b) gap within policy",
 }
 
 

@@ -399,6 +399,8 @@ def history(
     if staged:
         columns = ["release", "status", "counts_status", "objective", "bound", "cost_status",
                    "cost", "cost_bound", "cost_gap"]
+        if any(row.get("within_status") is not None for row in rows):
+            columns += ["within_status", "within_gap"]
     console.print(rich_table("certificates" + (f": {'; '.join(names)}" if names else ""), rows,
                          columns))
 
