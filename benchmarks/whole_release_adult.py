@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--dataset", choices=["adult", "census"], default="adult",
                         help="census: synthetic_census with initial + releases*r rows")
     parser.add_argument("--first-release", nargs="+",
-                        choices=["buckets", "keep-buckets", "compact"],
+                        choices=["buckets", "keep-buckets", "keep-signatures", "compact"],
                         default=["buckets"], help="first-release policies of the model runs")
     parser.add_argument("--first-time-limit", type=float, default=None,
                         help="the model pipelines' budget for the first release (default: "

@@ -203,8 +203,8 @@ def _check_hint(problem: WholeReleaseProblem, hint: Hint | WholeReleaseSolution
 
 def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, workers: int = 1,
                         seed: int = 0, hint: Hint | WholeReleaseSolution | None = None,
-                        max_columns: int = 200_000, extent: Extent | None = None
-                        ) -> WholeReleaseSolution:
+                        max_columns: int = 200_000, extent: Extent | None = None,
+                        keep_signatures: bool = False) -> WholeReleaseSolution:
     """Solve the release step of ``problem`` (module docstring): (a) exactly by the count
     model, then (b) by set partitioning.
 
@@ -215,7 +215,10 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     enumerated into the model at once (the pricing tables, arrays of rows and costs, have
     their own cap, ``TABLE_COLUMNS``).
     ``extent``: ``extent(rows) -> float``, >= 0 and monotone under inclusion (default: the
-    box extent of ``points``).
+    box extent of ``points``). ``keep_signatures``: search at any size as above
+    ``WHOLE_MODEL_ROWS`` (:mod:`~republish.models.whole_release_large`), whose moves keep
+    every group's signature: a first release started from ``hint`` keeps its signatures
+    and their counts.
     Statuses: ``OPTIMAL`` (proven, up to the LP/MIP solvers' 1e-9 tolerances), ``FEASIBLE``
     (the model's answer, unproven), ``HEURISTIC`` (the hint or the count plan's release,
     unimproved), ``TIMEOUT`` (no release found), ``INFEASIBLE``. ``bound_a`` bounds (a);
@@ -259,7 +262,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     incumbent = min(candidates, key=lambda c: (c.a, c.b))
     a_star = Fraction(plan.value, weight.denominator) if plan.status == "OPTIMAL" and \
         plan.value is not None else None
-    if len(problem.values) > WHOLE_MODEL_ROWS:
+    if len(problem.values) > WHOLE_MODEL_ROWS or keep_signatures:
         return solve_by_neighbourhoods(problem, incumbent, candidates, a_star, bound_a, weight,
                                   measure, started, time_limit, seed, workers)
     fams = families(problem, counts, math.floor(incumbent.a))  # polishing keeps (a)

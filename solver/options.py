@@ -52,8 +52,11 @@ class Deadline:
 #: where it runs on every row (an exact m-unique partition of a table of up to 2,000 rows;
 #: under ``auto`` up to AUTO_FREE_ROWS, and within the paper's buckets above);
 #: ``keep-buckets``: the model regroups within the paper's buckets (few signatures, fewer
-#: counterfeits later); ``compact``: it starts from locality-first groups.
-FIRST_RELEASES = ("buckets", "keep-buckets", "compact")
+#: counterfeits later); ``keep-signatures``: it keeps the paper's signatures and their
+#: counts, every row free among the groups holding its value
+#: (:mod:`republish.solver.signature_policy`); ``compact``: it starts from locality-first
+#: groups.
+FIRST_RELEASES = ("buckets", "keep-buckets", "keep-signatures", "compact")
 
 
 @dataclass(frozen=True)

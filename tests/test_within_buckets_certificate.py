@@ -1,8 +1,8 @@
-"""A first release regrouped within the paper's buckets (``keep-buckets``, and ``auto``
-above AUTO_FREE_ROWS rows) carries, beside its certificate over every partition, what the
-model proved within the buckets (``Certificate.restricted``; ``within_*`` in the summary):
-a bound no larger than the best release that keeps every row in its bucket (brute force),
-and never the release's own status."""
+"""A first release regrouped within the paper's buckets (``keep-buckets``) carries,
+beside its certificate over every partition, what the model proved within the buckets
+(``Certificate.restricted``; ``within_*`` in the summary): a bound no larger than the best
+release that keeps every row in its bucket (brute force), and never the release's own
+status."""
 
 from __future__ import annotations
 
@@ -77,14 +77,16 @@ def test_the_bound_within_the_buckets_is_below_their_best_release(
     assert summary["cost_bound"] is None or summary["cost_bound"] <= summary["cost"] + 1e-9
 
 
-def test_auto_first_release_reports_the_buckets_beside_every_partition() -> None:
-    """450 rows, m = 3 (``auto``: within the buckets): the summary and the printed
+def test_a_first_release_within_the_buckets_reports_them_beside_every_partition() -> None:
+    """450 rows, m = 3 (``auto`` under ``keep-buckets``): the summary and the printed
     certificate name the restriction, its bound lies between the release's bound and its
     cost, and the release stays FEASIBLE: the free partition (``exact``) is cheaper. The
     other modes report no restriction."""
     table, schema = republish.synthetic_census(450, seed=3)
     steps = {mode: publish_m_invariant(table, schema, 3, mode=mode, time_limit=3.0,  # type: ignore[arg-type]
-                                       rng=np.random.default_rng(1))
+                                       rng=np.random.default_rng(1),
+                                       first_release="keep-buckets" if mode == "auto"
+                                       else "buckets")
              for mode in ("heuristic", "auto", "exact")}
     auto = steps["auto"].summary()
     assert auto["within"] == "within the paper's buckets"

@@ -283,8 +283,10 @@ class Store:
         (Algorithm Assign) or ``"reuse"`` (existing signatures first). ``first_release``
         (``solver`` auto or exact), for a release without old rows: ``"buckets"`` (start
         from the paper's; a release of up to 2,000 rows is partitioned exactly, under
-        ``auto`` up to 400 and within the paper's buckets above), ``"keep-buckets"``
-        (regroup within the paper's buckets) or ``"compact"`` (locality-first groups).
+        ``auto`` up to 400 and as ``"keep-signatures"`` above), ``"keep-signatures"``
+        (the paper's signatures and their counts, rows free among the groups holding their
+        value), ``"keep-buckets"`` (every row also kept in its bucket) or ``"compact"``
+        (locality-first groups).
         ``workers``: cores the exact models may use (CP-SAT's workers; from 2, a release
         above 2,000 rows computes its bound on (b) in a second process beside its search).
         """

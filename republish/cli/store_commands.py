@@ -234,11 +234,12 @@ def release(
         typer.Option("--first-release", help="m-invariance with --solver auto|exact: the "
                      "groups of a release without old rows: 'buckets' (start from the paper's "
                      "steps; a release of up to 2,000 rows is partitioned exactly, with "
-                     "--solver auto up to 400 and within the paper's buckets above, "
-                     "default), "
-                     "'keep-buckets' (regroup within the paper's buckets: fewer counterfeits "
-                     "later) or 'compact' (locality first: far less generalization now, "
-                     "more counterfeits later; benchmarks/RESULTS.md)."),
+                     "--solver auto up to 400 and as 'keep-signatures' above, default), "
+                     "'keep-signatures' (keep the paper's signatures and their counts, rows "
+                     "free among the groups holding their value: fewer counterfeits later), "
+                     "'keep-buckets' (every row also kept in its bucket) or 'compact' "
+                     "(locality first: far less generalization now, more counterfeits later; "
+                     "benchmarks/RESULTS.md)."),
     ] = "buckets",
     scheduler: Annotated[
         str | None,

@@ -1,0 +1,137 @@
+"""The ``keep-signatures`` first release: the paper's signatures, each as often, rows free
+among the groups holding their value; its bound within those releases is checked against
+their brute-force optimum."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import republish.solver.m_invariance_whole as whole_step
+from republish.examples.hospital import load_hospital
+from republish.models.whole_release import WholeReleaseProblem
+from republish.principles import verify_release
+from republish.solver.m_invariance import publish_m_invariant
+from republish.solver.signature_policy import same_signatures, signature_problem
+
+
+def _table(seed: int, rows: int, values: int = 4) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "name": [f"p{i}" for i in range(rows)],
+        "age": rng.integers(20, 60, size=rows).astype(float),
+        "zip": rng.integers(10, 40, size=rows).astype(float) * 1000,
+        "disease": np.array(["flu", "gastritis", "dyspepsia", "bronchitis", "cold"][:values]
+                            )[rng.integers(0, values, size=rows)],
+    })
+
+
+def best_keeping_signatures(problem: WholeReleaseProblem, groups: list[np.ndarray]
+                            ) -> float | None:
+    """The least (b) (box perimeter on the problem's points) over every release whose groups
+    have the value sets of ``groups``, each as often: each value's rows placed in the
+    groups holding that value, in every order. None when there are too many orders."""
+    sets = [sorted(problem.values[g].tolist()) for g in groups]
+    slots = {v: [i for i, s in enumerate(sets) if v in s] for v in set(problem.values.tolist())}
+    rows = {v: np.flatnonzero(problem.values == v).tolist() for v in slots}
+    orders = [list(itertools.permutations(rows[v])) for v in sorted(slots)]
+    if np.prod([len(o) for o in orders], dtype=float) > 200_000:
+        return None
+    best = np.inf
+    for choice in itertools.product(*orders):
+        members: list[list[int]] = [[] for _ in sets]
+        for v, order in zip(sorted(slots), choice, strict=True):
+            for group, row in zip(slots[v], order, strict=True):
+                members[group].append(row)
+        cost = sum(len(g) * float(np.ptp(problem.points[g], axis=0).sum()) for g in members)
+        best = min(best, cost)
+    return float(best)
+
+
+def test_signature_problem_holds_rows_whose_value_one_signature_takes() -> None:
+    """Values 0 and 3 lie in one signature each: their rows are old rows of it; 1 and 2
+    lie in two: new rows. Groups that miss a row or repeat a value give None."""
+    values = np.array([0, 1, 2, 1, 2, 3, 0, 1, 2])
+    problem = WholeReleaseProblem(np.zeros((9, 2)), values, np.full(9, -1), (), 3, 4)
+    groups = [np.array([0, 1, 2]), np.array([3, 4, 5]), np.array([6, 7, 8])]
+    relaxed = signature_problem(problem, groups)
+    assert relaxed is not None
+    held = {relaxed.signatures[b] for b in relaxed.bucket[[0, 5, 6]].tolist()}
+    assert held == {frozenset({0, 1, 2}), frozenset({1, 2, 3})}
+    assert relaxed.signatures[relaxed.bucket[0]] == frozenset({0, 1, 2})
+    assert relaxed.signatures[relaxed.bucket[5]] == frozenset({1, 2, 3})
+    assert (relaxed.bucket[[1, 2, 3, 4, 7, 8]] == -1).all()
+    assert signature_problem(problem, groups[:2]) is None  # rows 6-8 in no group
+    assert signature_problem(problem, [np.array([0, 6, 1]), *groups[1:]]) is None
+    assert same_signatures(problem, groups, [np.array([0, 3, 2]), np.array([1, 4, 5]),
+                                             np.array([6, 7, 8])])
+    assert not same_signatures(problem, groups, [np.array([0, 1, 4]), np.array([3, 2, 5]),
+                                                 np.array([6, 7, 8])][:2])
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.sampled_from([2, 3]))
+def test_keep_signatures_bound_is_below_the_best_release_with_those_signatures(
+        seed: int, m: int) -> None:
+    """12 rows: the release keeps the pipeline's value sets (each as often), is verified,
+    costs at least the best release that keeps them (brute force) and no more than the
+    pipeline's; the bound within the signatures is at most that best release."""
+    seen: list[tuple[WholeReleaseProblem, list[np.ndarray]]] = []
+    solve = whole_step.solve_whole_release
+
+    def recording(problem: WholeReleaseProblem, **options):  # type: ignore[no-untyped-def]
+        seen.append((problem, [np.asarray(g) for g in options["hint"][0]]))
+        return solve(problem, **options)
+
+    table, schema = _table(seed, 12), load_hospital().schema
+    pipeline = publish_m_invariant(table, schema, m, rng=np.random.default_rng(seed),
+                                   mode="heuristic")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(whole_step, "solve_whole_release", recording)
+        step = publish_m_invariant(table, schema, m, rng=np.random.default_rng(seed),
+                                   mode="exact", time_limit=2.0,
+                                   first_release="keep-signatures")
+    assert verify_release(step.release, m).ok
+    assert Counter(step.release.signatures().values()) == \
+        Counter(pipeline.release.signatures().values())
+    summary = step.summary()
+    assert summary["cost"] <= pipeline.summary()["cost"] + 1e-9
+    if pipeline.summary()["objective"] > 0 or not seen:
+        assert summary["within_status"] is None  # counterfeits or deferrals: no claim
+        return
+    (problem, hint), = seen
+    best = best_keeping_signatures(problem, hint)
+    if best is None:
+        return
+    assert summary["cost"] >= best - 1e-9
+    assert summary["within"] == "within the paper's signatures"
+    assert summary["within_bound"] is not None and summary["within_bound"] <= best + 1e-9
+    if summary["within_status"] == "OPTIMAL":
+        assert summary["cost"] == pytest.approx(best, abs=1e-9)
+
+
+def test_auto_keeps_the_signatures_of_a_first_release_above_400_rows() -> None:
+    """450 rows, m = 3: ``auto`` keeps the paper's value sets and their counts, costs no
+    more than holding every row in its bucket (``keep-buckets``) there, and says what it
+    proved within the signatures beside its bound over every partition."""
+    import republish
+
+    table, schema = republish.synthetic_census(450, seed=3)
+    steps = {policy: publish_m_invariant(table, schema, 3, mode="auto", time_limit=3.0,
+                                         rng=np.random.default_rng(1), first_release=policy)
+             for policy in ("buckets", "keep-buckets")}
+    heuristic = publish_m_invariant(table, schema, 3, mode="heuristic",
+                                    rng=np.random.default_rng(1))
+    auto = steps["buckets"].summary()
+    assert Counter(steps["buckets"].release.signatures().values()) == \
+        Counter(heuristic.release.signatures().values())
+    assert auto["within"] == "within the paper's signatures"
+    assert auto["within_bound"] is not None and auto["within_bound"] <= auto["cost"] + 1e-9
+    assert auto["cost"] <= steps["keep-buckets"].summary()["cost"] + 1e-9
+    assert auto["status"] != "OPTIMAL"
