@@ -23,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import subprocess
 import sys
@@ -47,51 +48,59 @@ def sample_of(initial: int, seed: int, table: pd.DataFrame) -> pd.DataFrame:
 
 
 def release(microdata: pd.DataFrame, schema: Schema, seed: int, m: int, limit: float,
-            mode: str, workers: int = 1) -> dict[str, object]:
-    """The first release of sample ``seed``: its (b), status, bound, gap and wall time."""
+            mode: str, workers: int = 1, policy: str = "buckets") -> dict[str, object]:
+    """The first release of sample ``seed`` under first-release ``policy``: its (b),
+    status, bound, gap, what was proven within the policy, and wall time."""
     started = time.perf_counter()
     step = publish_m_invariant(microdata, schema, m, None, mode=mode,  # type: ignore[arg-type]
                                time_limit=limit, rng=np.random.default_rng(seed),
-                               workers=workers)
+                               workers=workers, first_release=policy)
     wall = time.perf_counter() - started
     summary = step.summary()
-    return {"sample": seed, "m": m, "time_limit": limit, "b": summary["cost"],
-            "status": summary["cost_status"], "bound": summary["cost_bound"],
-            "gap": summary["cost_gap"], "time_s": wall}
+    return {"sample": seed, "m": m, "time_limit": limit, "policy": policy,
+            "b": summary["cost"], "status": summary["cost_status"],
+            "bound": summary["cost_bound"], "gap": summary["cost_gap"],
+            "within": summary.get("within"), "within_bound": summary.get("within_bound"),
+            "within_gap": summary.get("within_gap"), "time_s": wall}
 
 
 def run(initial: int, ms: list[int], limits: list[float], samples: int, mode: str,
-        cold: bool = False, workers: int = 1) -> pd.DataFrame:
+        cold: bool = False, workers: int = 1, policies: tuple[str, ...] = ("buckets",)
+        ) -> pd.DataFrame:
     rows = []
     # Adult and each sample read once, for every m and budget (a --cold child reads its own)
     table, schema = load_adult(sensitive="occupation", qis=QIS)
     for seed in range(1, samples + 1):
         microdata = sample_of(initial, seed, table)
-        for m in ms:
-            for limit in limits:
-                if cold:  # a new interpreter per release, as the command line runs one
-                    done = subprocess.run(
-                        [sys.executable, __file__, "--one", str(initial), str(seed), str(m),
-                         str(limit), mode, str(workers)],
-                        check=True, capture_output=True, text=True)
-                    rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-                else:
-                    rows.append(release(microdata, schema, seed, m, limit, mode, workers))
-                print(rows[-1], file=sys.stderr, flush=True)
+        for m, limit, policy in itertools.product(ms, limits, policies):
+            if cold:  # a new interpreter per release, as the command line runs one
+                done = subprocess.run(
+                    [sys.executable, __file__, "--one", str(initial), str(seed), str(m),
+                     str(limit), mode, str(workers), policy],
+                    check=True, capture_output=True, text=True)
+                rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            else:
+                rows.append(release(microdata, schema, seed, m, limit, mode, workers,
+                                    policy))
+            print(rows[-1], file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
 
 def markdown(frame: pd.DataFrame) -> str:
-    lines = ["| m | budget s | proven | proven within the budget | median time s | "
-             "max time s | median gap of the unproven |", "|---|---|---|---|---|---|---|"]
-    for (m, limit), part in frame.groupby(["m", "time_limit"]):
+    lines = ["| policy | m | budget s | proven | proven within the budget | median time s | "
+             "max time s | median gap of the unproven | Σ (b) | median gap within the "
+             "policy |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for (policy, m, limit), part in frame.groupby(["policy", "m", "time_limit"], sort=False):
         proven = part["status"] == "OPTIMAL"
         within = proven & (part["time_s"] <= limit)
         unproven = part.loc[~proven, "gap"]
         gap = f"{100 * unproven.median():.1f} %" if len(unproven) else "-"
-        lines.append(f"| {m} | {limit:g} | {int(proven.sum())}/{len(part)} | "
+        inside = part["within_gap"].dropna()
+        inside_gap = f"{100 * inside.median():.1f} %" if len(inside) else "-"
+        lines.append(f"| {policy} | {m} | {limit:g} | {int(proven.sum())}/{len(part)} | "
                      f"{int(within.sum())}/{len(part)} | {part['time_s'].median():.2f} | "
-                     f"{part['time_s'].max():.2f} | {gap} |")
+                     f"{part['time_s'].max():.2f} | {gap} | {part['b'].sum():,.1f} | "
+                     f"{inside_gap} |")
     return "\n".join(lines)
 
 
@@ -109,16 +118,20 @@ def main() -> None:
                         help="cores a release step may use (from 2, a first release "
                              "whose m-row relaxation would not get its time in the "
                              "process runs it in a second process)")
-    parser.add_argument("--one", nargs=6, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--first-release", nargs="+", default=["buckets"],
+                        choices=["buckets", "keep-buckets", "keep-signatures", "compact"],
+                        help="first-release policies, each run on every sample")
+    parser.add_argument("--one", nargs=7, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:  # a --cold child: one release, its row as JSON
-        initial, seed, m, limit, mode, workers = args.one
+        initial, seed, m, limit, mode, workers, policy = args.one
         table, schema = load_adult(sensitive="occupation", qis=QIS)
         print(json.dumps(release(sample_of(int(initial), int(seed), table), schema,
-                                 int(seed), int(m), float(limit), mode, int(workers))))
+                                 int(seed), int(m), float(limit), mode, int(workers),
+                                 policy)))
         return
     frame = run(args.initial, args.m, args.time_limit, args.samples, args.mode, args.cold,
-                args.workers)
+                args.workers, tuple(args.first_release))
     if args.csv is not None:
         frame.to_csv(args.csv, index=False)
     print(run_line())
