@@ -37,6 +37,7 @@ from run_line import run_line  # benchmarks/ is the script's folder
 from republish.datasets import dynamic_series, load_adult
 from republish.schema import Schema
 from republish.solver.m_invariance import publish_m_invariant
+from republish.solver.options import FIRST_RELEASES
 
 QIS = ["age", "sex", "education", "native-country"]
 
@@ -119,7 +120,7 @@ def main() -> None:
                              "whose m-row relaxation would not get its time in the "
                              "process runs it in a second process)")
     parser.add_argument("--first-release", nargs="+", default=["buckets"],
-                        choices=["buckets", "keep-buckets", "keep-signatures", "compact"],
+                        choices=list(FIRST_RELEASES),
                         help="first-release policies, each run on every sample")
     parser.add_argument("--one", nargs=7, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()

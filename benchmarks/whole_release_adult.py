@@ -40,6 +40,7 @@ from run_line import run_line
 
 from republish.datasets import dynamic_series, load_adult, synthetic_census
 from republish.solver.m_invariance import publish_m_invariant
+from republish.solver.options import FIRST_RELEASES
 
 HERE = Path(__file__).resolve().parent
 QIS = ["age", "sex", "education", "native-country"]
@@ -113,7 +114,7 @@ def main() -> None:
     parser.add_argument("--dataset", choices=["adult", "census"], default="adult",
                         help="census: synthetic_census with initial + releases*r rows")
     parser.add_argument("--first-release", nargs="+",
-                        choices=["buckets", "keep-buckets", "keep-signatures", "compact"],
+                        choices=list(FIRST_RELEASES),
                         default=["buckets"], help="first-release policies of the model runs")
     parser.add_argument("--first-time-limit", type=float, default=None,
                         help="the model pipelines' budget for the first release (default: "

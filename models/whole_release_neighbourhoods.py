@@ -111,6 +111,10 @@ def improve_by_neighbourhoods(problem: WholeReleaseProblem, groups: Sequence[np.
     keys = {sigma: code for code, sigma in enumerate(
         sorted({group_signature(problem, g) for g in current}, key=sorted))}
     signatures = np.array([keys[group_signature(problem, g)] for g in current])
+    # a group of new rows over more than m values may be cut into groups of fewer, which
+    # would give its rows other signatures: such groups are left out when keeping them
+    wide = np.array([len(group_signature(problem, g)) > problem.m and
+                     not (problem.bucket[g] >= 0).any() for g in current])
     costs = _costs(problem, measure, current)
     solved = improved = 0
     k = max(2, min(groups_per_neighbourhood, len(current)))
@@ -118,6 +122,8 @@ def improve_by_neighbourhoods(problem: WholeReleaseProblem, groups: Sequence[np.
         seed_group = int(rng.integers(len(current)))
         distance = np.abs(centroids - centroids[seed_group]).sum(axis=1)
         if keep_signatures:  # only groups of the seed's signature: every row keeps its σ
+            if wide[seed_group]:
+                continue
             distance[signatures != signatures[seed_group]] = np.inf
             if np.isinf(np.partition(distance, min(k, len(distance)) - 1)[min(
                     k, len(distance)) - 1]):

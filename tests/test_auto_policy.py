@@ -13,19 +13,24 @@ import pytest
 import republish
 from republish.models.whole_release import WHOLE_MODEL_ROWS, WholeReleaseProblem
 from republish.solver.m_invariance import publish_m_invariant
-from republish.solver.m_invariance_whole import AUTO_FREE_ROWS, AUTO_WHOLE_ROWS, _auto_policy
+from republish.solver.m_invariance_whole import (
+    AUTO_FREE_ROWS,
+    AUTO_LOCAL_ROWS,
+    AUTO_WHOLE_ROWS,
+    _auto_policy,
+)
 from republish.solver.options import SolveOptions
 
 
-def problem_of(rows: int, old: bool) -> WholeReleaseProblem:
+def problem_of(rows: int, old: bool, domain: int = 3) -> WholeReleaseProblem:
     rng = np.random.default_rng(rows)
-    values = np.arange(rows) % 3
+    values = np.arange(rows) % domain
     bucket = np.full(rows, -1)
     signatures: tuple[frozenset[int], ...] = ()
     if old:
         bucket[:3] = 0
         signatures = (frozenset({0, 1, 2}),)
-    return WholeReleaseProblem(rng.random((rows, 2)), values, bucket, signatures, 3, 3)
+    return WholeReleaseProblem(rng.random((rows, 2)), values, bucket, signatures, 3, domain)
 
 
 def test_auto_runs_the_model_as_far_as_exact_does() -> None:
@@ -33,19 +38,24 @@ def test_auto_runs_the_model_as_far_as_exact_does() -> None:
     assert AUTO_FREE_ROWS < AUTO_WHOLE_ROWS
 
 
-@pytest.mark.parametrize(("mode", "policy", "rows", "old", "expected"), [
-    ("auto", "buckets", AUTO_FREE_ROWS + 1, False, "keep-signatures"),
-    ("auto", "buckets", AUTO_FREE_ROWS, False, "buckets"),  # small: partitioned freely
-    ("auto", "buckets", AUTO_FREE_ROWS + 1, True, "buckets"),  # a later release
-    ("exact", "buckets", AUTO_FREE_ROWS + 1, False, "buckets"),  # exact: what was asked
-    ("auto", "compact", AUTO_FREE_ROWS + 1, False, "compact"),  # an explicit policy stays
+@pytest.mark.parametrize(("mode", "policy", "rows", "old", "domain", "expected"), [
+    ("auto", "buckets", AUTO_FREE_ROWS + 1, False, 10, "keep-signatures"),
+    ("auto", "buckets", AUTO_LOCAL_ROWS - 1, False, 10, "keep-signatures"),
+    ("auto", "buckets", AUTO_LOCAL_ROWS, False, 10, "local-signatures"),  # large: locality
+    ("auto", "buckets", AUTO_LOCAL_ROWS, False, 4, "keep-signatures"),  # slack 0.25: scarce
+    ("auto", "buckets", AUTO_LOCAL_ROWS, True, 10, "buckets"),
+    ("exact", "buckets", AUTO_LOCAL_ROWS, False, 10, "buckets"),
+    ("auto", "buckets", AUTO_FREE_ROWS, False, 3, "buckets"),  # small: partitioned freely
+    ("auto", "buckets", AUTO_FREE_ROWS + 1, True, 3, "buckets"),  # a later release
+    ("exact", "buckets", AUTO_FREE_ROWS + 1, False, 3, "buckets"),  # exact: what was asked
+    ("auto", "compact", AUTO_FREE_ROWS + 1, False, 3, "compact"),  # an explicit policy stays
 ])
-def test_policy_of_a_first_release(mode: str, policy: str, rows: int, old: bool,
+def test_policy_of_a_first_release(mode: str, policy: str, rows: int, old: bool, domain: int,
                                    expected: str) -> None:
     solve = SolveOptions(mode=mode, first_release=policy)  # type: ignore[arg-type]
-    assert _auto_policy(solve, problem_of(rows, old)).first_release == expected
-    assert dataclasses.replace(solve, first_release=expected) == \
-        _auto_policy(solve, problem_of(rows, old))
+    problem = problem_of(rows, old, domain)
+    assert _auto_policy(solve, problem).first_release == expected
+    assert dataclasses.replace(solve, first_release=expected) == _auto_policy(solve, problem)
 
 
 def test_auto_improves_a_first_release_of_several_hundred_rows_within_the_signatures(

@@ -127,3 +127,27 @@ def test_keep_signatures_keeps_every_rows_signature() -> None:
     after = {int(i): group_signature(problem, g) for g in groups for i in g.tolist()}
     assert after == before
     assert costs(problem, groups)[1] < costs(problem, start)[1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_keep_signatures_leaves_groups_wider_than_m_whole(seed: int) -> None:
+    """A first release (m = 3) whose groups hold four values each: re-partitioned freely,
+    four rows of four values may become a group of three and a left row elsewhere, giving
+    rows other signatures. With keep_signatures such groups are not searched, so every row
+    keeps its signature; without it, the search finds such a cut (it lowers (b))."""
+    rng = np.random.default_rng(seed)
+    values = np.tile(np.arange(4), 12)
+    points = rng.random((len(values), 2))
+    problem = WholeReleaseProblem(points, values, np.full(len(values), -1), (), 3, 4)
+    start = [np.flatnonzero(values == v)[rng.permutation(12)] for v in range(4)]
+    groups = [np.array([start[v][j] for v in range(4)]) for j in range(12)]
+    before = {int(i): group_signature(problem, g) for g in groups for i in g.tolist()}
+    runs = {}
+    for keep in (True, False):
+        found = improve_by_neighbourhoods(problem, groups, deadline=time.perf_counter() + 0.5,
+                                          seed=seed, keep_signatures=keep)
+        assert release_problems(problem, list(found.groups), np.zeros(0, np.int64)) == []
+        runs[keep] = {int(i): group_signature(problem, g) for g in found.groups
+                      for i in g.tolist()}
+    assert runs[True] == before
+    assert runs[False] != before

@@ -285,7 +285,8 @@ class Store:
         from the paper's; a release of up to 2,000 rows is partitioned exactly, under
         ``auto`` up to 400 and as ``"keep-signatures"`` above), ``"keep-signatures"``
         (the paper's signatures and their counts, rows free among the groups holding their
-        value), ``"keep-buckets"`` (every row also kept in its bucket) or ``"compact"``
+        value), ``"keep-buckets"`` (every row also kept in its bucket),
+        ``"local-signatures"`` (a few dozen signatures chosen by locality) or ``"compact"``
         (locality-first groups).
         ``workers``: cores the exact models may use (CP-SAT's workers; from 2, a release
         above 2,000 rows computes its bound on (b) in a second process beside its search).

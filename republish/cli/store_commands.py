@@ -237,9 +237,11 @@ def release(
                      "--solver auto up to 400 and as 'keep-signatures' above, default), "
                      "'keep-signatures' (keep the paper's signatures and their counts, rows "
                      "free among the groups holding their value: fewer counterfeits later), "
-                     "'keep-buckets' (every row also kept in its bucket) or 'compact' "
-                     "(locality first: far less generalization now, more counterfeits later; "
-                     "benchmarks/RESULTS.md)."),
+                     "'keep-buckets' (every row also kept in its bucket), 'local-signatures' "
+                     "(a few dozen signatures chosen by locality, each for at least 30 "
+                     "groups: far less generalization, counterfeits only in small tables) "
+                     "or 'compact' (locality first: least generalization now, more "
+                     "counterfeits later; benchmarks/RESULTS.md)."),
     ] = "buckets",
     scheduler: Annotated[
         str | None,
