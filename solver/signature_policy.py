@@ -114,9 +114,9 @@ def local_signatures(problem: WholeReleaseProblem, compact: Sequence[np.ndarray]
     for i, s in enumerate(sets):  # the paper's counts always fit: no floor on its sets
         if s in papers:
             continue
-        used = model.new_bool_var(f"used_{i}")
-        model.add(count[i] >= least).only_enforce_if(used)
-        model.add(count[i] == 0).only_enforce_if(~used)
+        chosen = model.new_bool_var(f"chosen_{i}")
+        model.add(count[i] >= least).only_enforce_if(chosen)
+        model.add(count[i] == 0).only_enforce_if(~chosen)
     deviation = []
     for i, s in enumerate(sets):
         d = model.new_int_var(0, len(values), f"d_{i}")
@@ -130,14 +130,14 @@ def local_signatures(problem: WholeReleaseProblem, compact: Sequence[np.ndarray]
         return None
     left = {s: solver.value(count[i]) for i, s in enumerate(sets)}
     groups: list[np.ndarray] = []
-    used = np.zeros(len(values), dtype=bool)
+    placed = np.zeros(len(values), dtype=bool)
     for group, s in zip(compact, compact_sets, strict=True):
         if left.get(s, 0) > 0:
             left[s] -= 1
             groups.append(np.asarray(group, dtype=np.int64))
-            used[group] = True
+            placed[group] = True
     spare: dict[int, list[int]] = {}
-    for row in np.flatnonzero(~used).tolist():
+    for row in np.flatnonzero(~placed).tolist():
         spare.setdefault(int(values[row]), []).append(row)
     for s, missing in left.items():
         for _ in range(missing):
