@@ -257,7 +257,7 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
     if within_bound is not None:
         within = Within("FEASIBLE" if solution.status_a == "OPTIMAL" else "HEURISTIC",
                         float(within_bound), "within the paper's signatures"
-                        if start is hint else "within its signatures")
+                        if start is hint else "within the chosen signatures")
     if model is not problem:
         # (b)'s bound within the buckets holds over the releases of the restricted (a)
         proven_a = solution.status_a == "OPTIMAL"
