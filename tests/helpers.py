@@ -121,3 +121,16 @@ def brute_force_bucket(points: np.ndarray, values: np.ndarray, fake: np.ndarray,
         best = min(best, grouping_objective(np.nan_to_num(points), fake, groups,
                                             objective))  # type: ignore[arg-type]
     return float(best)
+
+
+def random_hospital_table(seed: int, rows: int, values: int = 4) -> pd.DataFrame:
+    """Rows of the hospital example's schema (``name``, numeric ``age`` and ``zip``,
+    ``disease``) with random QIs and ``values`` diseases drawn at random."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "name": [f"p{i}" for i in range(rows)],
+        "age": rng.integers(20, 60, size=rows).astype(float),
+        "zip": rng.integers(10, 40, size=rows).astype(float) * 1000,
+        "disease": np.array(["flu", "gastritis", "dyspepsia", "bronchitis", "cold"][:values]
+                            )[rng.integers(0, values, size=rows)],
+    })

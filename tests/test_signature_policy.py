@@ -8,8 +8,8 @@ import itertools
 from collections import Counter
 
 import numpy as np
-import pandas as pd
 import pytest
+from helpers import random_hospital_table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,17 +19,6 @@ from republish.models.whole_release import WholeReleaseProblem
 from republish.principles import verify_release
 from republish.solver.m_invariance import publish_m_invariant
 from republish.solver.signature_policy import same_signatures, signature_problem
-
-
-def _table(seed: int, rows: int, values: int = 4) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "name": [f"p{i}" for i in range(rows)],
-        "age": rng.integers(20, 60, size=rows).astype(float),
-        "zip": rng.integers(10, 40, size=rows).astype(float) * 1000,
-        "disease": np.array(["flu", "gastritis", "dyspepsia", "bronchitis", "cold"][:values]
-                            )[rng.integers(0, values, size=rows)],
-    })
 
 
 def best_keeping_signatures(problem: WholeReleaseProblem, groups: list[np.ndarray]
@@ -91,7 +80,7 @@ def test_keep_signatures_bound_is_below_the_best_release_with_those_signatures(
         seen.append((problem, [np.asarray(g) for g in options["hint"][0]]))
         return solve(problem, **options)
 
-    table, schema = _table(seed, 12), load_hospital().schema
+    table, schema = random_hospital_table(seed, 12), load_hospital().schema
     pipeline = publish_m_invariant(table, schema, m, rng=np.random.default_rng(seed),
                                    mode="heuristic")
     with pytest.MonkeyPatch.context() as patch:

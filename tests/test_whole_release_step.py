@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import random_hospital_table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,17 +55,6 @@ def test_hospital_releases_are_proven_optimal_for_every_seed(seed: int) -> None:
     assert chained.certificate.status == "OPTIMAL"
 
 
-def _random_table(seed: int, rows: int, values: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "name": [f"p{i}" for i in range(rows)],
-        "age": rng.integers(20, 60, size=rows).astype(float),
-        "zip": rng.integers(10, 40, size=rows).astype(float) * 1000,
-        "disease": np.array(["flu", "gastritis", "dyspepsia", "bronchitis", "cold"][:values]
-                            )[rng.integers(0, values, size=rows)],
-    })
-
-
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 10_000), m=st.sampled_from([2, 3]),
        eligibility=st.sampled_from(["counterfeit", "delete", "hybrid"]))
@@ -74,7 +64,7 @@ def test_exact_is_verified_and_never_worse_than_its_warm_start(
     lexicographically no worse than the heuristic pipeline from the same state, and a
     stage marked OPTIMAL has its bound equal to its objective."""
     schema = load_hospital().schema
-    universe = _random_table(seed, 30, 4)
+    universe = random_hospital_table(seed, 30, 4)
     first = publish_m_invariant(universe.iloc[:18], schema, m, rng=np.random.default_rng(seed),
                                 mode="heuristic", eligibility=eligibility)  # type: ignore[arg-type]
     second_table = universe.iloc[6:26]
@@ -97,7 +87,7 @@ def test_exact_is_verified_and_never_worse_than_its_warm_start(
 
 def test_a_too_short_budget_still_returns_a_valid_release_and_says_so() -> None:
     schema = load_hospital().schema
-    table = _random_table(7, 150, 5)
+    table = random_hospital_table(7, 150, 5)
     step = publish_m_invariant(table, schema, 3, rng=np.random.default_rng(0), mode="exact",
                                time_limit=0.01)
     assert verify_release(step.release, 3).ok
@@ -234,7 +224,7 @@ def test_keep_buckets_first_release_is_verified_and_never_worse_than_the_pipelin
     pipeline's signatures, lexicographically no worse than the pipeline, and every bound
     below its objective (the bounds are over every partition)."""
     schema = load_hospital().schema
-    table = _random_table(seed, 22, 4)
+    table = random_hospital_table(seed, 22, 4)
     runs = {}
     for mode in ("heuristic", "exact"):
         step = publish_m_invariant(table, schema, m, rng=np.random.default_rng(seed),

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
+from helpers import random_hospital_table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,17 +26,6 @@ from republish.solver.m_invariance import publish_m_invariant
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_whole_release_model import brute_force  # noqa: E402
-
-
-def _table(seed: int, rows: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "name": [f"p{i}" for i in range(rows)],
-        "age": rng.integers(20, 60, size=rows).astype(float),
-        "zip": rng.integers(10, 40, size=rows).astype(float) * 1000,
-        "disease": np.array(["flu", "gastritis", "dyspepsia", "bronchitis"]
-                            )[rng.integers(0, 4, size=rows)],
-    })
 
 
 @settings(max_examples=8, deadline=None)
@@ -55,7 +44,7 @@ def test_the_bound_within_the_buckets_is_below_their_best_release(
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(whole_step, "solve_whole_release", recording)
-        step = publish_m_invariant(_table(seed, 12), load_hospital().schema, m,
+        step = publish_m_invariant(random_hospital_table(seed, 12), load_hospital().schema, m,
                                    rng=np.random.default_rng(seed), mode="exact",
                                    time_limit=3.0, first_release="keep-buckets")
     assert verify_release(step.release, m).ok
