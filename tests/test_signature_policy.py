@@ -176,3 +176,24 @@ def test_local_signatures_cover_every_row_with_few_sets(seed: int, m: int, offer
     for s, count in Counter(sets).items():
         assert kept[s] == min(count, sum(frozenset(values[c].tolist()) == s
                                          for c in compact))
+
+
+@pytest.mark.parametrize("start_crossed", [True, False])
+def test_rows_of_a_value_in_two_signatures_stay_free_in_the_bound(start_crossed: bool) -> None:
+    """Value 0 lies in both signatures {0, 1} and {0, 2}: its rows are new rows of the
+    relaxation, so the bound stays below the best release with those signatures (0 here:
+    each 0-row beside the row of its own point), whichever 0-row the start put where.
+    Holding each 0-row where the start put it would bound only that placement."""
+    from republish.models.whole_release_pair_bound import lower_bound_b
+
+    points = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0]])
+    values = np.array([0, 0, 1, 2])
+    problem = WholeReleaseProblem(points, values, np.full(4, -1), (), 2, 3)
+    start = [np.array([1, 2]), np.array([0, 3])] if start_crossed else \
+        [np.array([0, 2]), np.array([1, 3])]
+    relaxed = signature_problem(problem, start)
+    assert relaxed is not None
+    assert (relaxed.bucket[[0, 1]] == -1).all() and (relaxed.bucket[[2, 3]] >= 0).all()
+    best = best_keeping_signatures(problem, start)
+    assert best == pytest.approx(0.0)
+    assert lower_bound_b(relaxed, None, 0) <= best + 1e-9
