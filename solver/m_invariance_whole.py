@@ -107,11 +107,12 @@ class Grouping:
 
 @dataclass(frozen=True)
 class Within:
-    """What the model proved of (b) over the releases that keep every row of a first
-    release in its bucket of the paper's Assign (``keep-buckets``): its status there and
-    its bound (None: nothing proven). The release's own certificate is over all releases;
-    the two differ by the price of the policy (1,000 Adult rows, m = 3, 10 s: (b) 1,060,
-    bound within the buckets 1,023, bound over all partitions 93)."""
+    """What the model proved of (b) over the releases a first-release policy allows: every
+    row in its bucket of the paper's Assign (``keep-buckets``), or the start's signatures
+    each as often (``keep-signatures``, ``local-signatures``); its status there and its
+    bound (None: nothing proven). The release's own certificate is over all releases; the
+    two differ by the price of the policy (1,000 Adult rows, m = 3, 10 s, ``keep-buckets``:
+    (b) 1,060, bound within the buckets 1,023, bound over all partitions 93)."""
 
     status: Status
     bound: float | None
@@ -195,8 +196,8 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
                 first_buckets: tuple[np.ndarray, Sequence[frozenset[int]]] | None = None
                 ) -> tuple[Grouping, WholeReleaseSolution, Within | None] | None:
     """The model's release when it is lexicographically no worse than ``hint``, with its
-    solution (the statuses and bounds) and what was proven within the paper's buckets;
-    None when no time is left.
+    solution (the statuses and bounds) and what was proven within the first-release
+    policy; None when no time is left.
 
     Under ``first_release="keep-buckets"`` a release without old rows keeps the pipeline's
     buckets ``first_buckets`` (per row its bucket or -1, and the buckets' signatures); its
@@ -204,7 +205,10 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
     restricted model: (a) left to the count model and the floor, (b) bounded by
     :func:`lower_bound_b` of the whole problem. The restricted model's status and bound
     on (b) (over the releases that keep every row in its bucket) come back as a
-    :class:`Within`, shown beside the release's certificate, never as it."""
+    :class:`Within`, shown beside the release's certificate, never as it. Under
+    ``keep-signatures`` and ``local-signatures`` (:mod:`republish.solver.signature_policy`)
+    the model's search keeps the signatures of its start (the pipeline's, or ones chosen by
+    locality) and their counts, and the :class:`Within` is the bound over those releases."""
     seconds = deadline.left()
     if seconds < MIN_SECONDS:
         return None
