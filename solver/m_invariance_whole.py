@@ -71,8 +71,9 @@ AUTO_FREE_ROWS = 400
 #: 4 instead of -27 / -19 %, no counterfeit either way; four of 5,000 rows: -62 / -62 %
 #: instead of -26 / -22 %, 8 / 6 counterfeits against 7 / 8. On 1,000 and 2,000 rows the
 #: small buckets cost counterfeits (m = 3: 11 against 2 and 17 against 10; m = 4 on 2,000
-#: rows: 92 against 19), so smaller first releases keep the paper's signatures. So do releases whose values leave an eligibility slack
-#: ``1 - m·max_v n_v / n`` below NEW_GROUPS_MIN_SLACK, as for the regrouping of new rows
+#: rows: 92 against 19), so smaller first releases keep the paper's signatures. So do
+#: releases whose values leave an eligibility slack ``1 - m·max_v n_v / n`` below
+#: NEW_GROUPS_MIN_SLACK, as for the regrouping of new rows
 #: (:mod:`republish.models.whole_release_large`): at 20,000 rows, m = 5 (slack 0.33) spent
 #: no counterfeit in six releases ((b) -48 % instead of -20 %), m = 6 (0.19) spent 22
 #: against none.
