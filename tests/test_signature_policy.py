@@ -197,3 +197,26 @@ def test_rows_of_a_value_in_two_signatures_stay_free_in_the_bound(start_crossed:
     best = best_keeping_signatures(problem, start)
     assert best == pytest.approx(0.0)
     assert lower_bound_b(relaxed, None, 0) <= best + 1e-9
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(),
+                    reason="the bound runs beside the search only with fork")
+def test_two_workers_compute_the_bound_within_the_signatures_beside_the_search() -> None:
+    """With two workers the bound within the signatures comes from a second process (this
+    process's copy is never called); on a small table it converges there as here, so both
+    runs report the same bound."""
+    table, schema = random_hospital_table(5, 40), load_hospital().schema
+    bounds = {}
+    for workers in (1, 2):
+        with pytest.MonkeyPatch.context() as patch:
+            if workers == 2:
+                patch.setattr(whole_step, "lower_bound_b", lambda *a, **k: pytest.fail(
+                    "computed in this process"))
+            step = publish_m_invariant(table, schema, 2, rng=np.random.default_rng(5),
+                                       mode="exact", time_limit=2.0, workers=workers,
+                                       first_release="keep-signatures")
+        summary = step.summary()
+        assert summary["within"] == "within the paper's signatures"
+        assert summary["within_bound"] <= summary["cost"] + 1e-9
+        bounds[workers] = summary["within_bound"]
+    assert bounds[2] == pytest.approx(bounds[1], abs=1e-9)
