@@ -50,7 +50,8 @@ class Deadline:
 #: Policies for the groups of a release without old rows (:attr:`SolveOptions.first_release`).
 #: ``buckets``: the model starts from the paper's buckets and may choose any signatures
 #: where it runs on every row (an exact m-unique partition of a table of up to 2,000 rows;
-#: under ``auto`` up to AUTO_FREE_ROWS, and within the paper's buckets above);
+#: under ``auto`` up to AUTO_FREE_ROWS, above it as ``keep-signatures``, and from
+#: AUTO_LOCAL_ROWS as ``local-signatures`` where values are plentiful);
 #: ``keep-buckets``: the model regroups within the paper's buckets (few signatures, fewer
 #: counterfeits later); ``keep-signatures``: it keeps the paper's signatures and their
 #: counts, every row free among the groups holding its value

@@ -283,7 +283,8 @@ class Store:
         (Algorithm Assign) or ``"reuse"`` (existing signatures first). ``first_release``
         (``solver`` auto or exact), for a release without old rows: ``"buckets"`` (start
         from the paper's; a release of up to 2,000 rows is partitioned exactly, under
-        ``auto`` up to 400 and as ``"keep-signatures"`` above), ``"keep-signatures"``
+        ``auto`` up to 400, as ``"keep-signatures"`` above and as ``"local-signatures"``
+        from 5,000 rows where values are plentiful), ``"keep-signatures"``
         (the paper's signatures and their counts, rows free among the groups holding their
         value), ``"keep-buckets"`` (every row also kept in its bucket),
         ``"local-signatures"`` (a few dozen signatures chosen by locality) or ``"compact"``
