@@ -170,3 +170,31 @@ def test_release_scheduler_gives_the_same_files(tmp_path: Path, monkeypatch: pyt
                            "--store", str(tmp_path / "bad.db"), "-o", str(tmp_path / "bad"),
                            "--scheduler", "nonsense")
     assert code == 2 and "scheduler" in err
+
+
+def test_a_first_release_above_400_rows_prints_what_was_proven_within_its_policy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """450 rows (``auto``: the paper's signatures kept): ``release`` prints the bound within
+    them after the release's own certificate, ``history`` shows its status and gap in the
+    certificates table, and ``history --json`` carries the four fields."""
+    from helpers import random_hospital_table
+
+    table = tmp_path / "t1.csv"
+    random_hospital_table(3, 450, 5).to_csv(table, index=False)
+    store = tmp_path / "s.db"
+    assert run_cli(monkeypatch, capsys, "init", "--store", str(store), "--schema",
+                   str(SCHEMA), "--m", "2")[0] == 0
+    code, out, _ = run_cli(monkeypatch, capsys, "release", str(table), "--store", str(store),
+                           "-o", str(tmp_path / "out"), "--time-limit", "2", "--seed", "1")
+    words = " ".join(out.split())
+    assert code == 0 and "certificate: release FEASIBLE" in words
+    assert words.index("(b) perimeter") < words.index("within the paper's signatures, (b)")
+    code, out, _ = run_cli(monkeypatch, capsys, "history", "--store", str(store))
+    assert code == 0 and "(b) gap within policy" in out
+    code, out, _ = run_cli(monkeypatch, capsys, "history", "--store", str(store), "--json")
+    (row,) = json.loads(out)
+    assert row["within"] == "within the paper's signatures"
+    assert row["within_status"] in ("OPTIMAL", "FEASIBLE")
+    assert row["within_bound"] <= row["cost"] + 1e-9
+    assert row["within_gap"] == pytest.approx((row["cost"] - row["within_bound"]) / row["cost"])
