@@ -33,7 +33,7 @@ from republish.models.whole_release_problem import (
 from republish.models.whole_release_rebuild import rebuild_buckets
 from republish.models.whole_release_slots import trade_slots
 
-__all__ = ["solve_by_neighbourhoods"]
+__all__ = ["eligibility_slack", "solve_by_neighbourhoods"]
 
 #: The neighbourhoods only regroup rows within their signature, so the next release's
 #: buckets are those of the start. Letting new rows change signature gained far more (b)
@@ -178,11 +178,16 @@ def _regroups_new_groups(problem: WholeReleaseProblem, a_star: Fraction | None) 
     """Whether the groups of new rows only are regrouped (NEW_GROUPS_SHARE): the release
     has old rows, needs no counterfeit or deferral, and its values leave an eligibility
     slack of at least NEW_GROUPS_MIN_SLACK."""
-    values = problem.values
-    if not (problem.bucket >= 0).any() or a_star != 0 or not len(values):
+    if not (problem.bucket >= 0).any() or a_star != 0 or not len(problem.values):
         return False
-    slack = 1.0 - problem.m * int(np.bincount(values).max()) / len(values)
-    return slack >= NEW_GROUPS_MIN_SLACK
+    return eligibility_slack(problem) >= NEW_GROUPS_MIN_SLACK
+
+
+def eligibility_slack(problem: WholeReleaseProblem) -> float:
+    """``1 - m·max_v n_v / n`` over the release's rows (non-empty): how far its most
+    frequent value is from making it not m-eligible (0 there)."""
+    values = problem.values
+    return 1.0 - problem.m * int(np.bincount(values).max()) / len(values)
 
 
 def _trade_share(problem: WholeReleaseProblem, search_seconds: float) -> float:

@@ -34,7 +34,11 @@ from republish.models.whole_release import (
 from republish.models.whole_release_bound import whole_release_bound
 from republish.models.whole_release_bound_process import bound_beside
 from republish.models.whole_release_counts import rational_weight
-from republish.models.whole_release_large import BESIDE_MARGIN, NEW_GROUPS_MIN_SLACK
+from republish.models.whole_release_large import (
+    BESIDE_MARGIN,
+    NEW_GROUPS_MIN_SLACK,
+    eligibility_slack,
+)
 from republish.models.whole_release_pair_bound import lower_bound_b
 from republish.objectives import OBJECTIVES, ReleaseCost, counts_name
 from republish.parameters import Eligibility
@@ -154,14 +158,19 @@ def _compact_start(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Groupi
     groups = compact_groups(problem.points, problem.values, problem.m, lengths=cost.lengths)
     if groups is None:
         return hint
-    b = cost.total(groups, [len(g) for g in groups])
-    if (0.0, b) >= (hint.objective_a, hint.objective_b):
-        return hint
+    start = _new_rows_grouping(problem, cost, groups)
+    return hint if (0.0, start.objective_b) >= (hint.objective_a, hint.objective_b) else start
+
+
+def _new_rows_grouping(problem: WholeReleaseProblem, cost: ReleaseCost,
+                       groups: Sequence[np.ndarray]) -> Grouping:
+    """A first release's ``groups`` of distinct values, without counterfeits or deferrals,
+    as a :class:`Grouping`."""
     return Grouping(
         groups=tuple(groups),
         signatures=tuple(frozenset(problem.values[g].tolist()) for g in groups),
         counterfeits=((),) * len(groups), deferred=np.zeros(0, dtype=np.int64),
-        objective_a=0.0, objective_b=b)
+        objective_a=0.0, objective_b=cost.total(groups, [len(g) for g in groups]))
 
 
 def _local_start(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping
@@ -173,13 +182,7 @@ def _local_start(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping
         return hint
     compact = compact_groups(problem.points, problem.values, problem.m, lengths=cost.lengths)
     groups = local_signatures(problem, compact, hint.groups) if compact is not None else None
-    if groups is None:
-        return hint
-    return Grouping(
-        groups=tuple(groups),
-        signatures=tuple(frozenset(problem.values[g].tolist()) for g in groups),
-        counterfeits=((),) * len(groups), deferred=np.zeros(0, dtype=np.int64),
-        objective_a=0.0, objective_b=cost.total(groups, [len(g) for g in groups]))
+    return hint if groups is None else _new_rows_grouping(problem, cost, groups)
 
 
 def _within_buckets(problem: WholeReleaseProblem, buckets: tuple[np.ndarray,
@@ -229,13 +232,13 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
     # for up to WITHIN_SHARE of the budget (what it leaves goes to the search)
     relaxed = signature_problem(problem, start.groups) \
         if kept and start.objective_a == 0 and not len(start.deferred) else None
-    pending = bound_beside(relaxed, _extent(cost, problem), 0,
-                           rational_weight(problem.deferral_weight),
-                           deadline=deadline.end - min(BESIDE_MARGIN * seconds, 1.0),
-                           weights_deadline=deadline.end - min(BESIDE_MARGIN * seconds, 1.0),
+    measure = _extent(cost, model)  # `model` is `problem` wherever `relaxed` is built
+    child_end = deadline.end - min(BESIDE_MARGIN * seconds, 1.0)
+    pending = bound_beside(relaxed, measure, 0, rational_weight(problem.deferral_weight),
+                           deadline=child_end, weights_deadline=child_end,
                            groups=start.groups) \
         if relaxed is not None and solve.workers >= 2 else None
-    within_bound = lower_bound_b(relaxed, _extent(cost, problem), 0, None,
+    within_bound = lower_bound_b(relaxed, measure, 0, None,
                                  deadline=time.perf_counter() + WITHIN_SHARE * seconds,
                                  groups=start.groups) \
         if relaxed is not None and pending is None else None
@@ -243,7 +246,7 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
     try:
         solution = solve_whole_release(
             model, time_limit=seconds, workers=solve.workers, seed=seed,
-            hint=(list(start.groups), start.deferred), extent=_extent(cost, model),
+            hint=(list(start.groups), start.deferred), extent=measure,
             keep_signatures=kept)
     except ParameterError:
         # The pipeline may fill a bucket's extra group with new rows and balancing
@@ -251,7 +254,7 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
         # with deferrals only): then the model starts from its own count plan.
         solution = solve_whole_release(
             model, time_limit=deadline.left(), workers=solve.workers, seed=seed,
-            extent=_extent(cost, model), keep_signatures=kept)
+            extent=measure, keep_signatures=kept)
     if not solution.groups and len(problem.values):
         return None
     if kept and not same_signatures(problem, solution.groups, start.groups):
@@ -294,10 +297,8 @@ def _auto_policy(solve: SolveOptions, problem: WholeReleaseProblem) -> SolveOpti
     ``"local-signatures"`` from AUTO_LOCAL_ROWS rows where the values leave the slack."""
     if solve.mode == "auto" and solve.first_release == "buckets" and \
             len(problem.values) > AUTO_FREE_ROWS and not (problem.bucket >= 0).any():
-        rows = len(problem.values)
-        slack = 1.0 - problem.m * int(np.bincount(problem.values).max()) / rows
-        policy = "local-signatures" if rows >= AUTO_LOCAL_ROWS and \
-            slack >= NEW_GROUPS_MIN_SLACK else "keep-signatures"
+        policy = "local-signatures" if len(problem.values) >= AUTO_LOCAL_ROWS and \
+            eligibility_slack(problem) >= NEW_GROUPS_MIN_SLACK else "keep-signatures"
         return dataclasses.replace(solve, first_release=policy)
     return solve
 

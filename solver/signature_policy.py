@@ -104,13 +104,12 @@ def local_signatures(problem: WholeReleaseProblem, compact: Sequence[np.ndarray]
     compact_sets = _value_sets(problem, compact)
     frequency = Counter(s for s in compact_sets if len(s) == problem.m)
     offered_sets = [s for s, _ in frequency.most_common(offered)]
-    sets = offered_sets + [s for s in dict.fromkeys(_value_sets(problem, paper))
-                           if s not in offered_sets]
+    papers = dict.fromkeys(_value_sets(problem, paper))  # in order, each once
+    sets = offered_sets + [s for s in papers if s not in offered_sets]
     model = cp_model.CpModel()
     count = [model.new_int_var(0, len(values), f"n_{i}") for i in range(len(sets))]
     for value, rows in Counter(values.tolist()).items():
         model.add(sum(count[i] for i, s in enumerate(sets) if value in s) == rows)
-    papers = set(_value_sets(problem, paper))
     for i, s in enumerate(sets):  # the paper's counts always fit: no floor on its sets
         if s in papers:
             continue
