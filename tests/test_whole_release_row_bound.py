@@ -107,6 +107,23 @@ def test_window_matches_enumeration() -> None:
         assert got[i] == (min(options) if options else np.inf)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 9), st.integers(0, 2**31 - 1))
+def test_window_matches_enumeration_with_ties_and_wide_rows(v: int, seed: int) -> None:
+    """The suffix-kept smallest rights against all ``(a, b)`` pairs: up to nine columns,
+    repeated values, unreachable columns, ``t`` from 0 to past the column count."""
+    rng = np.random.default_rng(seed)
+    shape = (40, v)
+    left = np.where(rng.random(shape) < 0.25, np.inf, rng.integers(0, 3, shape) / 2)
+    right = np.where(rng.random(shape) < 0.25, np.inf, rng.integers(0, 3, shape) / 2)
+    t = rng.integers(0, v + 2, 40)
+    got = _window(left, right, t)
+    for i in range(40):
+        options = [a + b for a in [0.0, *left[i]] for b in [0.0, *right[i]]
+                   if ((left[i] <= a) | (right[i] <= b)).sum() >= t[i]]
+        assert got[i] == (min(options) if options else np.inf)
+
+
 def test_dense_first_release_counts_capacity() -> None:
     """Two points, six rows of one value and one of the other at each, m = 2: one group
     of extent 0 at each point, the ten other rows pay the distance between the points."""
