@@ -148,3 +148,49 @@ def test_a_bound_without_the_counterfeit_budget_fails() -> None:
     right = row_bound(problem, None, optimum[0])
     wrong = row_bound(problem, None, 0)  # no budget: the full groups of a release of (a)=0
     assert right.bound <= optimum[1] + 1e-9 < wrong.bound
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hierarchy_problems(), st.integers(0, 60))
+def test_a_bound_cut_short_within_a_cell_stays_below_the_full_one(
+        case: tuple[WholeReleaseProblem, ReleaseCost], ticks: int) -> None:
+    """The clock runs out after ``ticks`` readings, anywhere in the cells' loops (between
+    two values of one cell included): each query's least extent is then never above the
+    one computed with all the time, and the bound never above the optimum."""
+    import math
+
+    import republish.models.whole_release_row_bound as module
+    from republish.models.whole_release_counts import ReleaseCounts
+
+    problem, cost = case
+    extent = cost.model_extent(lambda rows: 0)
+    optimum = hierarchy_optimum(problem, cost)
+    if optimum is None:
+        return
+    separable = module._separable(problem, extent)
+    assert separable is not None
+    numeric, chains = separable
+    queries = module._queries(problem, ReleaseCounts.of(problem),
+                              np.arange(len(problem.values)), math.floor(optimum[0]))
+    x = numeric[0] if numeric else np.zeros(len(problem.values))
+    whole = module._cell_minimum(problem, queries, chains, x, math.inf)
+    readings = iter(range(10**6))
+
+    class Clock:
+        @staticmethod
+        def perf_counter() -> float:
+            return float(next(readings))
+
+        process_time = staticmethod(module.time.process_time)
+
+    original = module.time
+    module.time = Clock  # type: ignore[assignment]
+    try:
+        cut = module._cell_minimum(problem, queries, chains, x, float(ticks))
+        readings = iter(range(10**6))
+        bound = row_bound(problem, extent, optimum[0], deadline=float(ticks)).bound
+    finally:
+        module.time = original
+    for part_cut, part_whole in zip(cut, whole, strict=True):
+        assert (part_cut <= part_whole + 1e-9).all()
+    assert bound <= optimum[1] + 1e-9
