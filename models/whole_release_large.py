@@ -33,7 +33,7 @@ from republish.models.whole_release_problem import (
 from republish.models.whole_release_rebuild import rebuild_buckets
 from republish.models.whole_release_slots import trade_slots
 
-__all__ = ["eligibility_slack", "solve_by_neighbourhoods"]
+__all__ = ["bound_share", "eligibility_slack", "solve_by_neighbourhoods"]
 
 #: The neighbourhoods only regroup rows within their signature, so the next release's
 #: buckets are those of the start. Letting new rows change signature gained far more (b)
@@ -67,6 +67,13 @@ REBUILD_SECONDS_PER_ROW, REBUILD_ROOM, REBUILD_CAP = 2.8e-4, 4.0, 0.5
 #: problems (m = 3), which 0.35 of the budget from the step's start no longer left (gaps
 #: 35-51 % against 34 % in session 9), nor always 0.4 from the bound's start.
 UNIFORM_SHARE, BOUND_SHARE = 0.5, 0.4
+#: Above LARGE_BOUND_ROWS rows every bound before the search (this one, and the bound
+#: within a first release's signatures) takes at most LARGE_BOUND_SHARE of the budget. There
+#: the row bound is its capacity part, reached within a second (200,000 census rows, m =
+#: 10: 1,484.9 after 1 s, 1,486.2 after 10 s), the pair bound does not finish (its 45 pairs
+#: of values took over 120 s, benchmarks/RESULTS.md), and the shares above left the slot
+#: trades 2-4 s of a 10 s budget.
+LARGE_BOUND_ROWS, LARGE_BOUND_SHARE = 50_000, 0.1
 #: Share of the search budget at its end in which the groups of new rows only are
 #: regrouped freely (:func:`~republish.models.whole_release_polish.regroup_new_groups`):
 #: on 20,000 Adult rows, 60 s, (b) against the heuristic -22.9 -> -30.6 % at m = 3 and
@@ -95,8 +102,8 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     ``workers >= 2`` the row and pair bounds run in a second process for the whole budget
     (:mod:`republish.models.whole_release_bound_process`) and the search gets all of it."""
     from republish.models.whole_release_neighbourhoods import improve_by_neighbourhoods
-    bound_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
-    deadline = started + time_limit * (1 - bound_share)
+    cycle_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
+    deadline = started + time_limit * (1 - cycle_share)
     grace = min(1.0, 0.1 * time_limit)  # what the bounds may take past the budget
     has_old = bool((problem.bucket >= 0).any())
     # the row and pair bounds depend on the problem and A* only: beside the search where a
@@ -109,8 +116,9 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
         if a_star is not None and workers >= 2 and has_old else None
     now = time.perf_counter()
     rows_bound = lower_bound_b(problem, measure, incumbent.a, weight,
-                               deadline=now + UNIFORM_SHARE * time_limit,
-                               weights_deadline=now + BOUND_SHARE * time_limit,
+                               deadline=now + bound_share(problem, UNIFORM_SHARE) * time_limit,
+                               weights_deadline=now + bound_share(problem, BOUND_SHARE)
+                               * time_limit,
                                groups=incumbent.groups) \
         if a_star is not None and pending is None else 0.0
     now = time.perf_counter()
@@ -157,7 +165,7 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
             problem, measure, incumbent.a, weight, deadline=time.perf_counter() + grace,
             groups=incumbent.groups)
     bound_b = rows_bound if a_done else 0.0
-    if bound_share and a_done:
+    if cycle_share and a_done:
         bound_b = max(bound_b, cycle_cover_bound(problem, measure, float(incumbent.a), weight,
                                                  deadline=started + time_limit))
     detail = (("groups of new rows regrouped; " if regrouped is not None else "") +
@@ -181,6 +189,12 @@ def _regroups_new_groups(problem: WholeReleaseProblem, a_star: Fraction | None) 
     if not (problem.bucket >= 0).any() or a_star != 0 or not len(problem.values):
         return False
     return eligibility_slack(problem) >= NEW_GROUPS_MIN_SLACK
+
+
+def bound_share(problem: WholeReleaseProblem, share: float) -> float:
+    """``share`` of the budget for a bound computed before the search, at most
+    LARGE_BOUND_SHARE above LARGE_BOUND_ROWS rows."""
+    return share if len(problem.values) <= LARGE_BOUND_ROWS else min(share, LARGE_BOUND_SHARE)
 
 
 def eligibility_slack(problem: WholeReleaseProblem) -> float:

@@ -37,6 +37,7 @@ from republish.models.whole_release_counts import rational_weight
 from republish.models.whole_release_large import (
     BESIDE_MARGIN,
     NEW_GROUPS_MIN_SLACK,
+    bound_share,
     eligibility_slack,
 )
 from republish.models.whole_release_pair_bound import lower_bound_b
@@ -95,6 +96,10 @@ BOUND_ROWS = 50_000
 ROW_BOUND_GRACE = 1.0
 #: Less time than this (seconds) left: no model, no bound.
 MIN_SECONDS = 0.05
+#: Seconds per row the step needs after the model's search: the answer's checks and
+#: objectives, then the release's build and verification (200,000 census rows at m = 10:
+#: about 1.2 s, which overran a 10 s budget by as much).
+AFTER_MODEL_SECONDS_PER_ROW = 6e-6
 
 
 @dataclass(frozen=True, eq=False)
@@ -245,10 +250,13 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
                            groups=start.groups) \
         if relaxed is not None and solve.workers >= 2 else None
     within_bound = lower_bound_b(relaxed, measure, 0, None,
-                                 deadline=time.perf_counter() + WITHIN_SHARE * seconds,
+                                 deadline=time.perf_counter()
+                                 + bound_share(problem, WITHIN_SHARE) * seconds,
                                  groups=start.groups) \
         if relaxed is not None and pending is None else None
-    seconds = deadline.left()  # what the bound left
+    # what the bound left, less what the step needs once the model has answered
+    seconds = max(deadline.left() - AFTER_MODEL_SECONDS_PER_ROW * len(problem.values),
+                  MIN_SECONDS)
     try:
         solution = solve_whole_release(
             model, time_limit=seconds, workers=solve.workers, seed=seed,
