@@ -56,11 +56,11 @@ from republish.solver.m_invariance_rows import (
     place_old_rows,
 )
 from republish.solver.m_invariance_whole import (
-    AUTO_SLOT_ROWS,
     AUTO_WHOLE_ROWS,
     BOUND_ROWS,
     WHOLE_MODEL_ROWS,
     Grouping,
+    auto_improves,
     bound_only,
     release_certificate,
     solve_whole,
@@ -264,7 +264,8 @@ def build_m_invariant(context: StepContext) -> Built:
     # (-6 to -17 % of (b) on 20,000 Adult rows in 60 s, against -0.2 % for grouping every
     # bucket exactly first): it gets the budget, from the paper's split.
     by_neighbourhoods = len(table) > WHOLE_MODEL_ROWS and (
-        solve.mode == "exact" or (solve.mode == "auto" and len(table) <= AUTO_SLOT_ROWS))
+        solve.mode == "exact" or (solve.mode == "auto" and auto_improves(len(table),
+                                                                          solve.time_limit)))
     # Where the whole-release model runs on every row, the decomposed exact split is only
     # its warm start: it gets a share of the budget, the model the rest (at 200 rows and
     # 1 s the split took 0.4-0.75 s and left the model too little to prove anything).

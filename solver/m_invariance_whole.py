@@ -51,9 +51,9 @@ from republish.solver.signature_policy import (
     signature_problem,
 )
 
-__all__ = ["AUTO_FREE_ROWS", "AUTO_LOCAL_ROWS", "AUTO_SLOT_ROWS", "AUTO_WHOLE_ROWS", "BOUND_ROWS",
-           "WHOLE_MODEL_ROWS", "Grouping", "Within", "bound_only", "release_certificate",
-           "solve_whole", "whole_problem"]
+__all__ = ["AUTO_FREE_ROWS", "AUTO_LOCAL_ROWS", "AUTO_SLOT_ROWS", "AUTO_SLOT_SECONDS_PER_ROW",
+           "AUTO_WHOLE_ROWS", "BOUND_ROWS", "WHOLE_MODEL_ROWS", "Grouping", "Within",
+           "auto_improves", "bound_only", "release_certificate", "solve_whole", "whole_problem"]
 
 #: ``auto``: the whole-release model runs on releases of at most this many rows, as in
 #: ``exact``. It was 400, and ``auto`` answered releases of 401-2,000 rows with the paper's
@@ -83,10 +83,21 @@ AUTO_FREE_ROWS = 400
 #: no counterfeit in six releases ((b) -48 % instead of -20 %), m = 6 (0.19) spent 22
 #: against none.
 AUTO_LOCAL_ROWS = 5_000
-#: ``auto``: releases of more than WHOLE_MODEL_ROWS and at most this many rows are improved
-#: by the model's slot trades and neighbourhoods (-14 % of (b) on 20,000 Adult rows in
-#: 10 s) instead of grouping each bucket exactly (-0.2 %).
+#: ``auto``: releases of more than WHOLE_MODEL_ROWS rows are improved by the model's slot
+#: trades and neighbourhoods (-14 % of (b) on 20,000 Adult rows in 10 s) instead of
+#: grouping each bucket exactly (-0.2 %), up to AUTO_SLOT_ROWS rows, and above that where
+#: the budget gives every row AUTO_SLOT_SECONDS_PER_ROW: the step's other parts and the
+#: search's set-up grow with the rows (a synthetic census, m = 10: 200,000 rows in 10 s,
+#: (b) -2.6 / -3.8 % against the paper's over two releases, 10.3 s wall; 1,000,000 rows:
+#: 20 s ended at 33 s without a single trade, 60 s gave -2.3 % in 62 s).
 AUTO_SLOT_ROWS = 50_000
+AUTO_SLOT_SECONDS_PER_ROW = 5e-5
+
+
+def auto_improves(rows: int, time_limit: float) -> bool:
+    """Whether ``auto`` improves a release of ``rows`` rows (more than WHOLE_MODEL_ROWS)
+    by the model's large-release search within ``time_limit`` seconds."""
+    return rows <= AUTO_SLOT_ROWS or time_limit >= AUTO_SLOT_SECONDS_PER_ROW * rows
 #: The (b) bound of releases the model does not solve: up to this many rows (the row
 #: bound: about 1 s at 20,000 Adult rows; the cycle-cover bound only up to 5,000 rows,
 #: where it used the rest of a 10 s budget and proved nothing).

@@ -76,3 +76,32 @@ def test_auto_improves_a_first_release_of_several_hundred_rows_within_the_signat
     assert cost["exact"] <= cost["auto"] + 1e-9
     signatures = {mode: len(step.state.signatures) for mode, step in steps.items()}
     assert signatures["auto"] == signatures["heuristic"] <= signatures["exact"]
+
+
+@pytest.mark.parametrize(("slot_rows", "budget", "improved"), [
+    (10**9, 2.0, True),  # within AUTO_SLOT_ROWS
+    (1_000, 2.0, False),  # above it, and 2 s < 2,500 rows x 1 ms
+    (1_000, 4.0, True),  # above it, but 4 s >= 2,500 rows x 1 ms
+])
+def test_auto_improves_a_large_release_where_the_budget_gives_each_row_its_time(
+        monkeypatch: pytest.MonkeyPatch, slot_rows: int, budget: float,
+        improved: bool) -> None:
+    """Above WHOLE_MODEL_ROWS rows ``auto`` runs the large-release search (slot trades)
+    up to AUTO_SLOT_ROWS rows, and beyond where the budget gives each row
+    AUTO_SLOT_SECONDS_PER_ROW (here 1 ms, so that 2,500 rows stand for a census); else
+    each bucket is grouped by the per-bucket steps, which gain far less."""
+    import republish.solver.m_invariance_whole as whole_step
+
+    table, schema = republish.synthetic_census(2_500, seed=5)
+    assert len(table) > WHOLE_MODEL_ROWS
+    monkeypatch.setattr(whole_step, "AUTO_SLOT_SECONDS_PER_ROW", 1e-3)
+    monkeypatch.setattr(whole_step, "AUTO_SLOT_ROWS", 1_000)
+    buckets_only = publish_m_invariant(table, schema, 4, mode="auto", time_limit=2.0,
+                                       rng=np.random.default_rng(1))
+    assert "slot trades" not in buckets_only.certificate.detail
+    monkeypatch.setattr(whole_step, "AUTO_SLOT_ROWS", slot_rows)
+    step = publish_m_invariant(table, schema, 4, mode="auto", time_limit=budget,
+                               rng=np.random.default_rng(1))
+    assert ("slot trades" in step.certificate.detail) == improved
+    if improved:
+        assert step.summary()["cost"] < 0.95 * buckets_only.summary()["cost"]
