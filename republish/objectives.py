@@ -49,6 +49,16 @@ def member_ranges(points: np.ndarray, members: np.ndarray
     members = np.asarray(members, dtype=np.int64)
     points = np.asarray(points, dtype=np.float64)
     slots = np.ascontiguousarray(members.T if members.ndim == 2 else members[:, None].T)
+    if slots.size < len(points) // 4:
+        # few members against many points (a slot trade's 128 groups among 200,000 rows):
+        # copying each column with its sentinel would cost more than a masked gather
+        present = slots >= 0
+        gathered = np.maximum(slots, 0)
+        for q in range(points.shape[1]):
+            values = points[gathered, q]
+            yield (np.where(present, values, np.inf).min(axis=0, initial=np.inf),
+                   np.where(present, values, -np.inf).max(axis=0, initial=-np.inf))
+        return
     for q in range(points.shape[1]):
         below, above = np.append(points[:, q], np.inf), np.append(points[:, q], -np.inf)
         low, high = np.full(len(members), np.inf), np.full(len(members), -np.inf)

@@ -212,6 +212,26 @@ def test_box_batch_matches_per_group(seed: int) -> None:
             assert np.isposinf(lo).all() and np.isneginf(hi).all()
 
 
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 6))
+def test_member_boxes_of_few_groups_among_many_points(seed: int, width: int) -> None:
+    """Few groups among many points (the gather path of ``member_ranges``, a slot trade's
+    groups in a census): each group's box, ``inf``/``-inf`` for a group without rows."""
+    from republish.objectives import member_boxes
+    rng = np.random.default_rng(seed)
+    points = rng.random((400, 3))
+    members = rng.integers(-1, 400, (int(rng.integers(1, 12)), width))
+    members[0] = -1
+    low, high = member_boxes(points, members)
+    assert members.size < len(points) // 4
+    for row, lo, hi in zip(members, low, high, strict=True):
+        used = row[row >= 0]
+        if len(used):
+            assert (lo == points[used].min(axis=0)).all() and (hi == points[used].max(axis=0)).all()
+        else:
+            assert np.isposinf(lo).all() and np.isneginf(hi).all()
+
+
 def extension_case(seed: int) -> tuple[WholeReleaseProblem, Columns, TabledPricing]:
     """A first release at m = 3 whose three-row columns fit the table and larger ones do
     not: they are priced by extension."""
