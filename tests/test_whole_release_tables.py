@@ -187,12 +187,24 @@ def test_first_release_from_tables_matches_enumeration() -> None:
     assert tabled.objective_b == pytest.approx(enumerated.objective_b, abs=1e-9)
 
 
+def assert_member_boxes(points: np.ndarray, members: np.ndarray) -> None:
+    """``member_boxes`` against each group's own minimum and maximum, ``inf``/``-inf`` for
+    a group without rows."""
+    from republish.objectives import member_boxes
+    low, high = member_boxes(points, members)
+    for row, lo, hi in zip(members, low, high, strict=True):
+        used = row[row >= 0]
+        if len(used):
+            assert (lo == points[used].min(axis=0)).all() and (hi == points[used].max(axis=0)).all()
+        else:
+            assert np.isposinf(lo).all() and np.isneginf(hi).all()
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6))
 def test_box_batch_matches_per_group(seed: int) -> None:
     """The vectorized extents (one member slot at a time) equal the group-by-group ones."""
     from republish.models.whole_release_extent_tables import TabulatedExtent
-    from republish.objectives import member_boxes
     rng = np.random.default_rng(seed)
     n, leaves = int(rng.integers(1, 30)), 5
     points = np.column_stack([rng.random(n), rng.integers(0, leaves, n)]).astype(float)
@@ -203,13 +215,7 @@ def test_box_batch_matches_per_group(seed: int) -> None:
     for row, value in zip(members, got, strict=True):
         used = row[row >= 0]
         assert value == pytest.approx(measure(used) if len(used) else 0.0)
-    low, high = member_boxes(points, members)
-    for row, lo, hi in zip(members, low, high, strict=True):
-        used = row[row >= 0]
-        if len(used):
-            assert (lo == points[used].min(axis=0)).all() and (hi == points[used].max(axis=0)).all()
-        else:
-            assert np.isposinf(lo).all() and np.isneginf(hi).all()
+    assert_member_boxes(points, members)
 
 
 @settings(max_examples=20, deadline=None)
@@ -217,19 +223,12 @@ def test_box_batch_matches_per_group(seed: int) -> None:
 def test_member_boxes_of_few_groups_among_many_points(seed: int, width: int) -> None:
     """Few groups among many points (the gather path of ``member_ranges``, a slot trade's
     groups in a census): each group's box, ``inf``/``-inf`` for a group without rows."""
-    from republish.objectives import member_boxes
     rng = np.random.default_rng(seed)
     points = rng.random((400, 3))
     members = rng.integers(-1, 400, (int(rng.integers(1, 12)), width))
     members[0] = -1
-    low, high = member_boxes(points, members)
     assert members.size < len(points) // 4
-    for row, lo, hi in zip(members, low, high, strict=True):
-        used = row[row >= 0]
-        if len(used):
-            assert (lo == points[used].min(axis=0)).all() and (hi == points[used].max(axis=0)).all()
-        else:
-            assert np.isposinf(lo).all() and np.isneginf(hi).all()
+    assert_member_boxes(points, members)
 
 
 def extension_case(seed: int) -> tuple[WholeReleaseProblem, Columns, TabledPricing]:
