@@ -125,12 +125,17 @@ def brute_force_bucket(points: np.ndarray, values: np.ndarray, fake: np.ndarray,
 
 def random_hospital_table(seed: int, rows: int, values: int = 4) -> pd.DataFrame:
     """Rows of the hospital example's schema (``name``, numeric ``age`` and ``zip``,
-    ``disease``) with random QIs and ``values`` diseases drawn at random."""
+    ``disease``) with random QIs and ``values`` diseases drawn at random, each at least
+    once where there are enough rows (a table of 12 rows once drew two diseases of four,
+    and a release at m = 3 was then refused)."""
     rng = np.random.default_rng(seed)
+    names = np.array(["flu", "gastritis", "dyspepsia", "bronchitis", "cold"][:values])
+    drawn = rng.integers(0, values, size=rows)
+    if rows >= values:
+        drawn[rng.choice(rows, size=values, replace=False)] = np.arange(values)
     return pd.DataFrame({
         "name": [f"p{i}" for i in range(rows)],
         "age": rng.integers(20, 60, size=rows).astype(float),
         "zip": rng.integers(10, 40, size=rows).astype(float) * 1000,
-        "disease": np.array(["flu", "gastritis", "dyspepsia", "bronchitis", "cold"][:values]
-                            )[rng.integers(0, values, size=rows)],
+        "disease": names[drawn],
     })
