@@ -23,7 +23,7 @@ from republish.models.whole_release_counts import ReleaseCounts
 if TYPE_CHECKING:
     from republish.models.whole_release_problem import WholeReleaseProblem
 
-__all__ = ["Chain", "budget", "capacity"]
+__all__ = ["Chain", "budget", "capacity", "distinct_rows"]
 
 Chain = tuple[np.ndarray, np.ndarray]  # (levels, n) cell ids and f_q of that cell
 
@@ -90,6 +90,30 @@ def _exits(chain: Chain) -> np.ndarray:
     return out
 
 
+def distinct_rows(coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(coords, axis=0, return_index=True, return_inverse=True)[1:]``: each
+    distinct row's first index, in lexicographic order of the rows, and each row's
+    distinct row. The columns' ranks are combined into one integer key where their
+    product fits, so that one 1-D sort replaces the sort of whole rows (1,000,000 census
+    rows: 4.5 s of the row bound went to the latter)."""
+    if coords.ndim != 2 or not len(coords):
+        _, first, inverse = np.unique(coords, axis=0, return_index=True, return_inverse=True)
+        return first, inverse.ravel()
+    key = np.zeros(len(coords), dtype=np.int64)
+    room = 1
+    for column in coords.T:
+        _, rank = np.unique(column, return_inverse=True)
+        size = int(rank.max()) + 1
+        room *= size
+        if room >= 2**62:
+            _, first, inverse = np.unique(coords, axis=0, return_index=True,
+                                          return_inverse=True)
+            return first, inverse.ravel()
+        key = key * size + rank.ravel()
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
 def capacity(problem: WholeReleaseProblem, counts: ReleaseCounts, numeric: list[np.ndarray],
               chains: list[Chain], base: np.ndarray, cf_max: int) -> tuple[float, np.ndarray]:
     """Nested cells (exact points, then hierarchy ancestors with numeric QIs free): at
@@ -110,7 +134,7 @@ def capacity(problem: WholeReleaseProblem, counts: ReleaseCounts, numeric: list[
         gaps.append(np.minimum(below, above))
     level = [-1] * len(chains)  # -1: the exact points, then every chain at its level 0
     coords = np.column_stack([*numeric, *(c[0][0] for c in chains), np.zeros(n)])
-    key = np.unique(coords, axis=0, return_inverse=True)[1].ravel()
+    key = distinct_rows(coords)[1]
     exit_ = np.min([*gaps, *(e[0] for e in exits), np.full(n, math.inf)], axis=0)
     cost, added = base.copy(), 0.0
     while True:

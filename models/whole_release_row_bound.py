@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from republish.models.whole_release_capacity import Chain, budget, capacity
+from republish.models.whole_release_capacity import Chain, budget, capacity, distinct_rows
 from republish.models.whole_release_counts import BoxExtent, Extent, ReleaseCounts
 from republish.objectives import ReleaseCost
 from republish.schema import Hierarchy
@@ -361,7 +361,7 @@ def row_bound(problem: WholeReleaseProblem, extent: Extent | None = None,
     if separable is not None:  # rows equal in the separable coordinates and (value, bucket)
         coords = np.column_stack([*separable[0], *(c[0][0] for c in separable[1]), values,
                                   bucket]) if n else np.zeros((0, 2))
-        _, rows, inverse = np.unique(coords, axis=0, return_index=True, return_inverse=True)
+        rows, inverse = distinct_rows(coords)
     else:
         rows, inverse = np.arange(n), np.arange(n)
     inverse = inverse.ravel()

@@ -194,3 +194,20 @@ def test_a_bound_cut_short_within_a_cell_stays_below_the_full_one(
     for part_cut, part_whole in zip(cut, whole, strict=True):
         assert (part_cut <= part_whole + 1e-9).all()
     assert bound <= optimum[1] + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 12), st.booleans())
+def test_distinct_rows_match_numpy_unique_of_rows(seed: int, columns: int,
+                                                   coarse: bool) -> None:
+    """One integer key per row where the columns' ranks fit, whole rows sorted where not
+    (64 rows of 11-12 continuous columns: a key of 64^11 > 2^62): the same first indices
+    and the same distinct row of each row as ``np.unique(axis=0)``."""
+    from republish.models.whole_release_capacity import distinct_rows
+
+    rng = np.random.default_rng(seed)
+    coords = rng.integers(0, 3, (64, columns)) / 2.0 if coarse else rng.random((64, columns))
+    _, first, inverse = np.unique(coords, axis=0, return_index=True, return_inverse=True)
+    got_first, got_inverse = distinct_rows(coords)
+    assert (got_first == first).all()
+    assert (got_inverse == inverse.ravel()).all()
