@@ -49,6 +49,7 @@ from republish.solver.signature_policy import (
     local_signatures,
     same_signatures,
     signature_problem,
+    value_sets,
 )
 
 __all__ = ["AUTO_FREE_ROWS", "AUTO_LOCAL_ROWS", "AUTO_SLOT_ROWS", "AUTO_SLOT_SECONDS_PER_ROW",
@@ -206,8 +207,7 @@ def _local_start(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping
     groups = local_signatures(problem, compact, hint.groups) if compact is not None else None
     if groups is None:
         return hint
-    papers = {frozenset(problem.values[g].tolist()) for g in hint.groups}
-    if all(frozenset(problem.values[g].tolist()) in papers for g in groups):
+    if set(value_sets(problem, groups)) <= set(value_sets(problem, hint.groups)):
         return hint
     return _new_rows_grouping(problem, cost, groups)
 

@@ -27,7 +27,7 @@ import numpy as np
 from republish.models.whole_release import WholeReleaseProblem
 
 __all__ = ["LOCAL_SIGNATURES", "WITHIN_SHARE", "local_signatures", "same_signatures",
-           "signature_problem"]
+           "signature_problem", "value_sets"]
 
 #: Share of the budget the bound within the signatures takes after the search with one
 #: worker (with two it runs beside the search): at 20,000 Adult rows (m = 3) the pair
@@ -35,15 +35,16 @@ __all__ = ["LOCAL_SIGNATURES", "WITHIN_SHARE", "local_signatures", "same_signatu
 WITHIN_SHARE = 0.3
 
 
-def _value_sets(problem: WholeReleaseProblem, groups: Sequence[np.ndarray]
-                ) -> list[frozenset[int]]:
+def value_sets(problem: WholeReleaseProblem, groups: Sequence[np.ndarray]
+               ) -> list[frozenset[int]]:
+    """Each group's set of sensitive value codes, in the groups' order."""
     return [frozenset(problem.values[np.asarray(g, dtype=np.int64)].tolist()) for g in groups]
 
 
 def same_signatures(problem: WholeReleaseProblem, groups: Sequence[np.ndarray],
                     other: Sequence[np.ndarray]) -> bool:
     """Whether two groupings of ``problem``'s rows have the same value sets, each as often."""
-    return Counter(_value_sets(problem, groups)) == Counter(_value_sets(problem, other))
+    return Counter(value_sets(problem, groups)) == Counter(value_sets(problem, other))
 
 
 def signature_problem(problem: WholeReleaseProblem, groups: Sequence[np.ndarray]
@@ -59,7 +60,7 @@ def signature_problem(problem: WholeReleaseProblem, groups: Sequence[np.ndarray]
         return None
     rows = np.concatenate([np.asarray(g, dtype=np.int64) for g in groups]) if groups else \
         np.zeros(0, dtype=np.int64)
-    sets = _value_sets(problem, groups)
+    sets = value_sets(problem, groups)
     if len(rows) != len(problem.values) or len(np.unique(rows)) != len(rows) or any(
             len(s) != len(g) or len(s) < problem.m for s, g in zip(sets, groups, strict=True)):
         return None
@@ -101,10 +102,10 @@ def local_signatures(problem: WholeReleaseProblem, compact: Sequence[np.ndarray]
     if signature_problem(problem, paper) is None:
         return None
     values = problem.values
-    compact_sets = _value_sets(problem, compact)
+    compact_sets = value_sets(problem, compact)
     frequency = Counter(s for s in compact_sets if len(s) == problem.m)
     offered_sets = [s for s, _ in frequency.most_common(offered)]
-    papers = dict.fromkeys(_value_sets(problem, paper))  # in order, each once
+    papers = dict.fromkeys(value_sets(problem, paper))  # in order, each once
     sets = offered_sets + [s for s in papers if s not in offered_sets]
     model = cp_model.CpModel()
     count = [model.new_int_var(0, len(values), f"n_{i}") for i in range(len(sets))]
