@@ -59,13 +59,16 @@ class Columns:
         ordered = np.sort(np.where(block < 0, n, block), axis=1)
         return np.where(ordered == n, -1, ordered).astype(np.int64)
 
-    def attributes(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def attributes(self, block: np.ndarray, extents: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
         """Cost ``|σ|·extent`` and (a) coefficient ``q·cf - p·new`` of canonical columns
         (``q·cf`` without deferrals: the (a) row then leaves out the constant ``-p·N_new``,
         else it is implied by the cover rows and its dual is arbitrary, which inflates
-        every new row's price and with it the pricing)."""
+        every new row's price and with it the pricing). ``extents``: each column's extent,
+        where already known."""
         if len(block) > TABLE_CHUNK:  # a table's million columns: in chunks (TABLE_CHUNK)
-            parts = [self.attributes(block[at:at + TABLE_CHUNK])
+            parts = [self.attributes(block[at:at + TABLE_CHUNK], None if extents is None
+                                     else extents[at:at + TABLE_CHUNK])
                      for at in range(0, len(block), TABLE_CHUNK)]
             return np.concatenate([c for c, _ in parts]), np.concatenate([a for _, a in parts])
         problem, counts, p, q = self.problem, self.counts, self.weight.numerator, \
@@ -82,7 +85,8 @@ class Columns:
         sigma = np.where(kind >= 0, np.append(counts.signature_size, 0)[kind],
                          np.maximum(problem.m, size))
         batch = getattr(self.measure, "batch", None)
-        spread = np.asarray(batch(block), dtype=np.float64) if batch is not None else np.array(
+        spread = extents if extents is not None else np.asarray(
+            batch(block), dtype=np.float64) if batch is not None else np.array(
             [self.measure(row[row >= 0]) for row in block], dtype=np.float64)
         if not problem.allow_deferrals:  # every new row is covered: -p·new is a constant
             return sigma * spread, q * (sigma - size)
@@ -115,9 +119,17 @@ class Columns:
         return Master(self.members, self.cost, self.a_coef, self.rhs, exact, row_a, radius)
 
 
-#: Column generation's pricing stops at this share of stage 2's budget, so the incumbent
-#: searches and the reduced-cost fixing keep theirs.
-PRICING_SHARE = 0.5
+#: Column generation's pricing stops at PRICING_SHARE of stage 2's budget, so the incumbent
+#: searches and the reduced-cost fixing keep theirs, and a round that starts with less than
+#: LAST_ROUND_SHARE of it left is the last.
+PRICING_SHARE, LAST_ROUND_SHARE = 0.5, 0.6
+#: The same shares for a release with old rows whose columns are all in the table: every
+#: round is exact and bounds, so the LP's convergence is what proves it (the LP's optimum
+#: was integral, or the fixing left SCIP a few hundred columns, in every later release of
+#: 200 Adult rows at m = 2-6 we measured). Later releases at m = 6 (five, tables of
+#: 540,000-770,000 columns, 0.1 s a round) with 1.5 / 2 s: 3 / 4 of 5 proven, against 2 /
+#: 3 with the shares above (both with LATER_START_PER_ROW; 0 / 3 with neither).
+TABLED_PRICING_SHARE, TABLED_LAST_ROUND_SHARE = 0.85, 0.15
 #: Above this many columns, all enumerated, the LP starts from POOL_PER_ROW cheapest
 #: columns per row (and the start) and takes the others as their reduced costs turn
 #: negative: building an LP of 40,000 columns takes 0.4 s of a 1 s release (m = 4).
@@ -142,7 +154,11 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     the families whose columns were all tabulated (:mod:`republish.models.whole_release_
     tables`), the others priced by anchors."""
     started = time.perf_counter()
-    price_end = started + PRICING_SHARE * time_limit  # the rest finds and proves incumbents
+    converges = pricer is not None and pricer.covers_all and bool(
+        (columns.problem.bucket >= 0).any())  # its convergence proves: TABLED_PRICING_SHARE
+    pricing_share, last_share = (TABLED_PRICING_SHARE, TABLED_LAST_ROUND_SHARE) if \
+        converges else (PRICING_SHARE, LAST_ROUND_SHARE)
+    price_end = started + pricing_share * time_limit  # the rest finds and proves incumbents
 
     def left() -> float:
         return time_limit - (time.perf_counter() - started)
@@ -196,7 +212,7 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
         # 400-5,500 improving columns in 0.4-0.6 s, where a heuristic round (a few columns
         # per anchor) added 12-55 in 0.13 s; with up to 5 heuristic rounds between exact
         # ones the 10 s bound stayed at the row bound (38.4), without them it reached 60.6.
-        last_round = left() < 0.6 * time_limit
+        last_round = left() < last_share * time_limit
 
         def rc_of(block: np.ndarray, relaxed: Relaxation = relaxed) -> np.ndarray:
             block = columns.canonical(block)

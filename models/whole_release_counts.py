@@ -43,6 +43,10 @@ class BoxExtent:
         chosen = self.points[np.asarray(rows, dtype=np.int64)]
         return float((chosen.max(axis=0) - chosen.min(axis=0)).sum()) if len(chosen) else 0.0
 
+    def boxes(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """The extent of each box ``low[c]..high[c]`` (``(C, d)`` each), as :meth:`batch`."""
+        return (high - low).sum(axis=1)
+
     def batch(self, members: np.ndarray) -> np.ndarray:
         """Extent of every row of ``members`` (``(C, k)`` row indices, ``-1`` = none)."""
         low, high = member_boxes(self.points, members)

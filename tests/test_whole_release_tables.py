@@ -26,6 +26,7 @@ from republish.models.whole_release_counts import (
     count_columns,
     families,
 )
+from republish.models.whole_release_extent_tables import TabulatedExtent
 from republish.models.whole_release_master import IncrementalMaster
 from republish.models.whole_release_restricted import fix_by_pool
 from republish.models.whole_release_tables import (
@@ -33,6 +34,7 @@ from republish.models.whole_release_tables import (
     FamilyTable,
     TabledPricing,
     all_columns,
+    all_columns_and_extents,
 )
 
 
@@ -60,18 +62,21 @@ def random_families(draw: st.DrawFn) -> tuple[Family, np.ndarray]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(random_families(), st.integers(0, 2), st.sampled_from([1, 2, 5, TABLE_CHUNK]))
+@given(random_families(), st.integers(0, 2), st.sampled_from([1, 2, 5, TABLE_CHUNK]),
+       st.sampled_from([tables_module.BIT_POOLS, 0]))
 def test_all_columns_are_every_column_once(drawn: tuple[Family, np.ndarray], extra: int,
-                                           chunk: int) -> None:
-    """Built ``chunk`` candidates at a time (TABLE_CHUNK) or at once, the same columns."""
+                                           chunk: int, bit_pools: int) -> None:
+    """Built ``chunk`` candidates at a time (TABLE_CHUNK) or at once, with the pools a
+    column holds as bits or compared member by member (BIT_POOLS 0: more pools than
+    bits), the same columns."""
     family, is_new = drawn
     width = family.hi + extra
-    saved = tables_module.TABLE_CHUNK
-    tables_module.TABLE_CHUNK = chunk
+    saved = tables_module.TABLE_CHUNK, tables_module.BIT_POOLS
+    tables_module.TABLE_CHUNK, tables_module.BIT_POOLS = chunk, bit_pools
     try:
         table = all_columns(family, is_new, width)
     finally:
-        tables_module.TABLE_CHUNK = saved
+        tables_module.TABLE_CHUNK, tables_module.BIT_POOLS = saved
     expected = brute_columns(family, is_new)
     rows = [tuple(r[r >= 0].tolist()) for r in table]
     assert len(rows) == len(set(rows)) == len(expected) == count_columns(family, is_new)
@@ -80,6 +85,34 @@ def test_all_columns_are_every_column_once(drawn: tuple[Family, np.ndarray], ext
     for r in table:  # canonical: ascending rows, then the pads
         used = r[r >= 0]
         assert (np.diff(used) > 0).all() and (r[len(used):] == -1).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_families(), st.integers(0, 10**6), st.sampled_from([1, 3, TABLE_CHUNK]))
+def test_extents_grown_with_the_columns_are_the_measures(drawn: tuple[Family, np.ndarray],
+                                                         seed: int, chunk: int) -> None:
+    """The extents built with the columns, a row at a time, are exactly what the measure
+    computes from every member (two numeric QIs and a tabulated hierarchy QI, and the box
+    extent), and a measure without boxes gets none."""
+    family, is_new = drawn
+    rng = np.random.default_rng(seed)
+    n, leaves = len(is_new), int(rng.integers(1, 6))
+    points = np.column_stack([rng.random(n), rng.integers(0, leaves, n).astype(float),
+                              rng.choice([0.0, 0.5, 1.0], n)])
+    hierarchy = rng.random((leaves, leaves))
+    saved = tables_module.TABLE_CHUNK
+    tables_module.TABLE_CHUNK = chunk
+    try:
+        for measure in (TabulatedExtent(points, [None, hierarchy, None]), BoxExtent(points)):
+            members, extents = all_columns_and_extents(family, is_new, family.hi + 1, measure)
+            assert np.array_equal(members, all_columns(family, is_new, family.hi + 1))
+            assert extents is not None and np.array_equal(extents, measure.batch(members))
+        members, extents = all_columns_and_extents(family, is_new, family.hi,
+                                                   lambda rows: 0.0)
+        assert extents is None and np.array_equal(members, all_columns(family, is_new,
+                                                                       family.hi))
+    finally:
+        tables_module.TABLE_CHUNK = saved
 
 
 @settings(max_examples=50, deadline=None)
