@@ -325,10 +325,13 @@ class TabledPricing:
         :attr:`bounds_by_subsets` holds, every column's reduced cost is at least the sum
         of its rows' (module docstring)."""
         assert self.table is not None
-        per_row = rc / self.table.sizes
+        # only columns of negative reduced cost lower a row's price below 0: once the LP
+        # nears its optimum they are a few thousand of the table's hundreds of thousands
+        negative = np.flatnonzero(rc < 0)
+        per_row = rc[negative] / self.table.sizes[negative]
         least = np.zeros(self.rows + 1)  # the last entry takes the -1 pads
         for at in self.table.slots:
-            np.minimum.at(least, at, per_row)
+            np.minimum.at(least, at[negative], per_row)
         return least[:-1]
 
     def row_floor(self, rc: np.ndarray) -> float:

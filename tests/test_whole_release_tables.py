@@ -422,7 +422,14 @@ def test_row_prices_bound_every_column_of_a_later_release(seed: int) -> None:
     assert pricer.table is not None and not pricer.covers_all
     y, y_a = rng.uniform(-0.2, 1.5, len(values)), float(-rng.uniform(0.0, 0.5))
     relaxed = Relaxation(y, y_a, y, np.zeros(0), np.zeros(0), 0.0, 0.0)
-    prices = pricer.row_prices(pricer.table.reduced_costs(relaxed))
+    table_rc = pricer.table.reduced_costs(relaxed)
+    prices = pricer.row_prices(table_rc)
+    # exactly the least min(0, rc / |R|) of the tabled columns holding each row
+    tabled = pricer.table.members
+    expected = [min([0.0, *(table_rc[c] / (tabled[c] >= 0).sum()
+                           for c in np.flatnonzero((tabled == i).any(axis=1)))])
+                for i in range(len(values))]
+    assert prices == pytest.approx(expected, abs=1e-12)
     everything = np.vstack([all_columns(f, counts.is_new, 5) for f in fams]).astype(np.int64)
     rc = reduced_costs(everything, *columns.attributes(everything), y, y_a)
     floor = np.where(everything >= 0, prices[np.maximum(everything, 0)], 0.0).sum(axis=1)
