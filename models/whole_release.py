@@ -156,8 +156,8 @@ BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
 #: later releases of 200 Adult rows at m = 6 (tables of 540,000-770,000 columns, a round
 #: 0.1 s) converged in 4-7 rounds instead of 7-9, proven in 1.0-1.7 s instead of 1.3-2.5
 #: s (3 s budget); at m = 3-5 every later release stayed proven at 1 s, up to 0.1 s later
-#: (smaller tables, rounds of 0.01-0.03 s). First releases keep 10: at 30-40 a sample of
-#: 200 rows at m = 2 went unproven at 1 s.
+#: (smaller tables, rounds of 0.01-0.03 s). First releases keep 10: at 40 one of ten
+#: samples of 200 rows at m = 2 went unproven at 1 s.
 LATER_START_PER_ROW = 30
 #: A release without old rows whose m-row groups do not fit in a table gives this share of
 #: its budget to the m-row relaxation (:mod:`republish.models.whole_release_subset_bound`;

@@ -136,7 +136,8 @@ def _column_levels(family: Family, is_new: np.ndarray, points: np.ndarray | None
     not hold yet, so each subset arises once, from its sorted prefix. Each partial column
     carries the pools it holds as bits (up to BIT_POOLS pools), whether it holds an old
     row, and its box, so a candidate is checked and costed in one step, not member by
-    member: on the table above this took the enumeration from 0.19 to 0.08 s."""
+    member: on the 770,000 columns of a later release of 200 Adult rows at m = 6 this took
+    the enumeration from 0.19 to 0.08 s."""
     rows = np.sort(np.concatenate([p for p in family.pools if len(p)] or
                                   [np.zeros(0, np.int64)])).astype(np.int32)
     pool_of = np.full(int(rows.max(initial=-1)) + 1, -1, dtype=np.int64)
