@@ -69,7 +69,7 @@ TABLE_COLUMNS = 3_000_000
 #: Later releases of 200 Adult rows at m = 6 hold 1.5-1.6 million columns of up to 11
 #: rows (17.6M cells): at 15M they were left to enumeration, and five such releases were
 #: proven at 10 s on 4 (in up to 6.3 s), at 3 s on 2; at 20M on 5 (in up to 3.3 s) and
-#: 3, with a peak of 560 MB instead of 480.
+#: 3-4 (two runs), with a peak of 560 MB instead of 480.
 TABLE_CELLS = 20_000_000
 #: Tables are built and costed this many candidate columns at a time. Temporaries of a
 #: million columns each took fresh pages from the OS (glibc maps blocks that large
