@@ -80,18 +80,30 @@ LADDER_SECONDS_PER_COLUMN = 1.5e-4
 LADDER_TABLE_PER_ROW = 40
 LADDER_SHARE, LADDER_SECONDS, LADDER_BUDGET_SHARE = 1.0, 1.0, 0.1
 LADDER_GAP = 0.02
+#: The ladder's stopping gap for a release with old rows, whose LP is usually integral or
+#: its value the optimum's: the ladder goes on until it meets the bound. A later release of
+#: 200 Adult rows at m = 6 (LP converged at 0.61 s): stopped within 2 % at 316.47, then
+#: SCIP on 32,912 fixed columns proved 311.70 at 4.7 s; the ladder's next pools found it
+#: at 0.92 s and the LP's bound proved it.
+LATER_LADDER_GAP = 0.0
+#: SCIP's time per column of a ladder pool where the release has old rows: later releases
+#: of 200 Adult rows at m = 3-6 solved pools of 501-3,982 columns in 0.03-0.21 s (3-9e-5 s
+#: a column), where first releases at m = 3 need about LADDER_SECONDS_PER_COLUMN.
+LATER_LADDER_SECONDS_PER_COLUMN = 1e-4
 
 
 def restricted_ladder(columns: Columns, pricer: TabledPricing | None, relaxed: Relaxation,
                       best: list[int], best_cost: float, bound: float, *, deadline: float,
-                      seed: int) -> tuple[list[int], float, int]:
+                      seed: int, gap: float = LADDER_GAP,
+                      seconds_per_column: float = LADDER_SECONDS_PER_COLUMN
+                      ) -> tuple[list[int], float, int]:
     """Incumbents from SCIP over pools of growing size: for ``k`` in LADDER_PER_ROW, each
     row's ``k`` columns of least reduced cost under ``relaxed`` of each size (rows per
     column), the LP's support and the incumbent ``best`` (cost ``best_cost``), among the
     LP's columns and the table's of least reduced cost. Stops once ``best`` is within
-    LADDER_GAP of ``bound``, a pool's SCIP run is cut short, or the next pool would not fit
-    before ``deadline`` (``pricer`` None: no table, the columns present only). Returns the
-    best release found, its cost, and the pools solved.
+    ``gap`` (relative) of ``bound``, a pool's SCIP run is cut short, or the next pool would
+    not fit before ``deadline`` at ``seconds_per_column`` (``pricer`` None: no table, the
+    columns present only). Returns the best release found, its cost, and the pools solved.
 
     A restricted master heuristic (Joncour, Michel, Sadykov, Sverdlov & Vanderbeck,
     *Column generation based primal heuristics*, ENDM 36, 2010, §2). The pool of least
@@ -117,13 +129,14 @@ def restricted_ladder(columns: Columns, pricer: TabledPricing | None, relaxed: R
     by_size = [size == k for k in np.unique(size).tolist()]
     support = np.flatnonzero(relaxed.x > 1e-9)
     solved, previous = 0, 0
+    enough = bound + max(gap * abs(bound), 1e-9 * max(1.0, abs(bound)))
     for k in LADDER_PER_ROW:
         pool = np.union1d(np.union1d(np.concatenate(
             [cheapest_per_row(master.members[of], rc[of], ids[of], k) for of in by_size]),
             support), best).astype(np.int64)
         left = deadline - time.perf_counter()
-        if len(pool) <= previous or LADDER_SECONDS_PER_COLUMN * len(pool) > left or \
-                best_cost <= bound + LADDER_GAP * abs(bound):
+        if len(pool) <= previous or seconds_per_column * len(pool) > left or \
+                best_cost <= enough:
             break
         status, picked, value, _ = solve_restricted(master, pool, best, left, seed)
         solved, previous = solved + 1, len(pool)
@@ -191,7 +204,9 @@ def improve_and_prove(columns: Columns, radius: np.ndarray, relaxed: Relaxation,
                 columns, pricer, relaxed, best, best_cost, bound,
                 deadline=time.perf_counter() + min(LADDER_SHARE * left(), max(
                     LADDER_SECONDS, LADDER_BUDGET_SHARE * time_limit)),
-                seed=seed)
+                seed=seed, gap=LATER_LADDER_GAP if with_old_rows else LADDER_GAP,
+                seconds_per_column=LATER_LADDER_SECONDS_PER_COLUMN if with_old_rows else
+                LADDER_SECONDS_PER_COLUMN)
             # it added table columns: the later searches see them, priced by `relaxed`
             master = columns.master(radius)
             rc = reduced_costs(master.members, master.cost, master.a_coef, relaxed.y,

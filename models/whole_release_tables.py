@@ -210,7 +210,8 @@ class FamilyTable:
     a_coef: np.ndarray
     anchors: np.ndarray  # the distinct anchors, ascending
     starts: np.ndarray  # anchors[j]'s columns: starts[j]:starts[j + 1]
-    slots: np.ndarray  # the members one slot per row (contiguous, for per-slot passes)
+    slots: np.ndarray  # the members one slot per row (contiguous, for per-slot passes;
+    # int16 where the rows fit)
     sizes: np.ndarray  # the rows of each column
 
     @classmethod
@@ -222,6 +223,8 @@ class FamilyTable:
         members, cost, a_coef = members[order], cost[order], a_coef[order]
         starts = np.flatnonzero(np.diff(members[:, 0], prepend=-2))
         slots = np.ascontiguousarray(members.T)
+        if len(anchor) and anchor.dtype == np.int16:  # half the bytes every round reads
+            slots = slots.astype(np.int16)
         sizes = np.zeros(len(cost), dtype=np.int16)
         for at in slots:  # a pass per slot: a quarter of a boolean sum over the axis
             sizes += at >= 0
@@ -234,12 +237,16 @@ class FamilyTable:
         return np.repeat(self.anchors, np.diff(self.starts))
 
     def reduced_costs(self, relaxed: Relaxation) -> np.ndarray:
-        """``cost - Σ_{i∈R} y_i - y_a·a_coef``, one member slot at a time (``-1`` reads an
-        appended 0): a (C, k) gather took most of a round."""
+        """``cost - Σ_{i∈R} y_i - y_a·a_coef``, one member slot at a time (``-1`` wraps to an
+        appended 0): a (C, k) gather took most of a round. ``take`` into one buffer, from
+        int16 slots: 16 ms a round on 770,000 columns of up to 10 rows, where indexing
+        (int32 slots, converted to intp each time) took 26."""
         y = np.append(relaxed.y, 0.0)
         rc = self.cost - relaxed.y_a * self.a_coef
+        held = np.empty_like(rc)
         for at in self.slots:
-            rc -= y[at]
+            y.take(at, out=held, mode="wrap")
+            rc -= held
         return rc
 
     def least_per_anchor(self, rc: np.ndarray, rows: int) -> np.ndarray:

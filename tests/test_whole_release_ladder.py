@@ -128,6 +128,20 @@ def test_ladder_stops_near_the_bound_and_when_out_of_time(
     assert fixing.restricted_ladder(columns, pricer, relaxed, start, start_cost, -math.inf,
                                     deadline=now() + 1e-6, seed=0) == (start, start_cost, 0)
     assert pools == []
+    # a later release's gap (LATER_LADDER_GAP = 0): the same start is not close enough,
+    # only one the bound meets up to rounding
+    _, cost, solved = fixing.restricted_ladder(
+        columns, pricer, relaxed, start, start_cost, start_cost / (1 + fixing.LADDER_GAP / 2),
+        deadline=now() + 10.0, seed=0, gap=fixing.LATER_LADDER_GAP)
+    assert solved == len(pools) >= 1 and cost <= start_cost
+    assert fixing.restricted_ladder(
+        columns, pricer, relaxed, start, start_cost, start_cost * (1 - 1e-12),
+        deadline=now() + 10.0, seed=0, gap=fixing.LATER_LADDER_GAP) == (start, start_cost, 0)
+    # a pool fits or not by the rate given
+    first = len(pools[0])
+    assert fixing.restricted_ladder(
+        columns, pricer, relaxed, start, start_cost, -math.inf, deadline=now() + 0.5, seed=0,
+        seconds_per_column=1.0 / first)[2] == 0
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -234,6 +248,11 @@ def test_table_reduced_costs_kept_for_the_last_duals(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(tables.FamilyTable, "reduced_costs", counted)
     fresh = real(pricer.table, relaxed)
     assert np.array_equal(pricer.table_reduced_costs(relaxed), fresh)
+    # int16 slots (the rows fit): the definition's reduced costs
+    table = pricer.table
+    assert table.slots.dtype == np.int16
+    assert fresh == pytest.approx(reduced_costs(table.members, table.cost, table.a_coef,
+                                                relaxed.y, relaxed.y_a), abs=1e-12)
     pricer.price(relaxed, 0.0, 10**6, rc_of=lambda block: np.zeros(len(block)))
     fixing.restricted_ladder(columns, pricer, relaxed, start, start_cost, -math.inf,
                              deadline=fixing.time.perf_counter() + 10.0, seed=0)

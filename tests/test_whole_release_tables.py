@@ -129,11 +129,20 @@ def test_table_reduced_costs_and_least_per_anchor(seed: int) -> None:
         -1, width)
     cost, a_coef = rng.random(len(members)), rng.integers(-2, 3, len(members))
     table = FamilyTable.of(members.astype(np.int32), cost, a_coef)
+    assert table.slots.dtype == np.int16  # the rows fit: half the bytes a round reads
     y, y_a = rng.normal(size=n), float(-rng.random())
     relaxed = Relaxation(y, y_a, y, np.zeros(0), np.zeros(0), 0.0, 0.0)
     rc = table.reduced_costs(relaxed)
     expected = reduced_costs(table.members.astype(np.int64), table.cost, table.a_coef, y, y_a)
     assert np.allclose(rc, expected)
+    # rows past int16's range keep their slots' width (the pads still read 0)
+    shift = 2**15
+    wide = FamilyTable.of(np.where(members >= 0, members + shift, -1).astype(np.int32), cost,
+                          a_coef)
+    assert wide.slots.dtype == np.int32
+    wide_y = np.concatenate([np.full(shift, 1e6), y])
+    assert np.allclose(wide.reduced_costs(Relaxation(wide_y, y_a, wide_y, np.zeros(0),
+                                                     np.zeros(0), 0.0, 0.0)), expected)
     least = table.least_per_anchor(rc, n)
     for a in range(n):
         mine = rc[table.members[:, 0] == a]
