@@ -40,46 +40,42 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from republish.models.whole_release_bound import Relaxation
-from republish.models.whole_release_counts import Extent, Family, count_columns
+from republish.models.whole_release_counts import Family, count_columns
 from republish.models.whole_release_extension import Extension
 from republish.models.whole_release_pricing import RcOf, price_families, stack_columns
 from republish.models.whole_release_restricted import cheapest_per_row
+from republish.models.whole_release_table_columns import (
+    TABLE_CHUNK,
+    all_columns,
+    all_columns_and_extents,
+)
 
 if TYPE_CHECKING:
     from republish.models.whole_release import WholeReleaseProblem
     from republish.models.whole_release_columns import Columns
 
-__all__ = ["FamilyTable", "TabledPricing", "all_columns", "all_columns_and_extents",
-           "table_limit"]
+__all__ = ["TABLE_CHUNK", "FamilyTable", "TabledPricing", "all_columns",
+           "all_columns_and_extents", "table_limit"]
 
 #: Columns tabulated at most, over all families (about 40 bytes each with their costs):
 #: the first release of 200 Adult rows has 949,000 at m = 2 and 931,000 triples at m = 3
 #: (its four-row columns: about 35 million), so this serves m = 2 and 3 and small
 #: releases.
 TABLE_COLUMNS = 3_000_000
-#: Cells (columns × row slots) tabulated at most: the rows take 4 bytes a cell, twice
-#: (row-major and per slot), so about 160 MB; m = 3's triples, 5 slots wide, take 4.7M.
+#: Cells (columns × row slots) tabulated at most: the rows take 4 bytes a cell row-major
+#: and 2 more per slot (4 past 32,767 rows), so about 120 MB; m = 3's triples, 5 slots
+#: wide, take 4.7M.
 #: Later releases of 200 Adult rows at m = 6 hold 1.5-1.6 million columns of up to 11
 #: rows (17.6M cells): at 15M they were left to enumeration, and five such releases were
 #: proven at 10 s on 4 (in up to 6.3 s), at 3 s on 2; at 20M on 5 (in up to 3.3 s) and
 #: 3-4 (two runs), with a peak of 560 MB instead of 480.
 TABLE_CELLS = 20_000_000
-#: Tables are built and costed this many candidate columns at a time. Temporaries of a
-#: million columns each took fresh pages from the OS (glibc maps blocks that large
-#: separately, numpy asks for huge pages): the table of the first release of 200 Adult
-#: rows at m = 2 took 0.19-0.43 s in a new process, and 0.18-0.30 s in chunks, which
-#: reuse their memory.
-TABLE_CHUNK = 32_768
-#: Pools (values) up to which :func:`all_columns` tracks the ones a column holds as bits of
-#: one integer.
-BIT_POOLS = 62
 #: The LP's start is taken from this many cheapest columns per row of the table.
 START_POOL = 100
 #: Column generation extends the tabled columns only once fewer than this many per row
@@ -92,100 +88,6 @@ PER_ANCHOR, OVERALL = 5, 2_000
 def table_limit(width: int) -> int:
     """The columns a table of ``width`` row slots may hold (TABLE_COLUMNS, TABLE_CELLS)."""
     return min(TABLE_COLUMNS, TABLE_CELLS // max(width, 1))
-
-
-def all_columns(family: Family, is_new: np.ndarray, width: int) -> np.ndarray:
-    """Every column of ``family``, ``(C, width)`` rows ascending, ``-1`` pads: the subsets
-    of ``lo..hi`` rows with at most one row per pool, and an old row when ``need_old``
-    (:func:`_column_levels`)."""
-    return _stacked([block for block, _ in _column_levels(family, is_new)], width)
-
-
-def all_columns_and_extents(family: Family, is_new: np.ndarray, width: int,
-                            measure: Extent) -> tuple[np.ndarray, np.ndarray | None]:
-    """:func:`all_columns`, and each column's extent where ``measure`` is a box extent
-    (``boxes``: the extent of boxes ``low..high``), else None. The boxes grow with the
-    columns, a row at a time, instead of being read from every member again: on the
-    770,000 columns of a later release of 200 Adult rows at m = 6 costing them took 0.11 s
-    member by member (:func:`republish.objectives.member_ranges`)."""
-    boxes = getattr(measure, "boxes", None)
-    points = getattr(measure, "points", None)
-    if boxes is None or points is None:
-        return all_columns(family, is_new, width), None
-    levels = list(_column_levels(family, is_new, np.asarray(points, dtype=np.float64)))
-    extents = [boxes(low, high) for _, (low, high) in levels if len(low)]
-    return _stacked([block for block, _ in levels], width), (
-        np.concatenate(extents) if extents else np.zeros(0))
-
-
-def _stacked(blocks: list[np.ndarray], width: int) -> np.ndarray:
-    out = np.full((sum(len(b) for b in blocks), width), -1, dtype=np.int32)
-    at = 0
-    for block in blocks:
-        out[at:at + len(block), :block.shape[1]] = block
-        at += len(block)
-    return out
-
-
-Box = tuple[np.ndarray, np.ndarray]
-
-
-def _column_levels(family: Family, is_new: np.ndarray, points: np.ndarray | None = None
-                   ) -> Iterator[tuple[np.ndarray, Box]]:
-    """The columns of :func:`all_columns` a size at a time, ``(C, k)`` rows ascending, with
-    their boxes on ``points`` (lowest and highest coordinates, ``(C, d)`` each; empty
-    without ``points``).
-
-    Each column of ``k`` rows extends one of ``k - 1`` by a later row of a pool it does
-    not hold yet, so each subset arises once, from its sorted prefix. Each partial column
-    carries the pools it holds as bits (up to BIT_POOLS pools), whether it holds an old
-    row, and its box, so a candidate is checked and costed in one step, not member by
-    member: on the 770,000 columns of a later release of 200 Adult rows at m = 6 this took
-    the enumeration from 0.19 to 0.08 s."""
-    rows = np.sort(np.concatenate([p for p in family.pools if len(p)] or
-                                  [np.zeros(0, np.int64)])).astype(np.int32)
-    pool_of = np.full(int(rows.max(initial=-1)) + 1, -1, dtype=np.int64)
-    for index, pool in enumerate(family.pools):
-        pool_of[pool] = index
-    position = np.full(len(pool_of), -1, dtype=np.int32)
-    position[rows] = np.arange(len(rows))
-    as_bits = len(family.pools) <= BIT_POOLS
-    bit = np.left_shift(np.int64(1), np.maximum(pool_of, 0)) if as_bits else pool_of
-    old_row = ~np.asarray(is_new, dtype=bool)
-    coordinates = points if points is not None else np.zeros((len(is_new), 0))
-    level = rows[:, None]
-    held = bit[rows]  # as_bits: the pools each partial column holds
-    holds_old = old_row[rows]
-    low = high = coordinates[rows]
-    for size in range(1, family.hi + 1):
-        if size >= max(family.lo, 1):
-            yield (level[holds_old], (low[holds_old], high[holds_old])) if \
-                family.need_old else (level, (low, high))
-        if size == family.hi or not len(level):
-            return
-        # each partial column takes every later row once, about TABLE_CHUNK candidates at
-        # a time
-        after = len(rows) - 1 - position[level[:, -1]]
-        ends = np.searchsorted(np.cumsum(after),
-                               TABLE_CHUNK * np.arange(1, 1 + int(after.sum()) // TABLE_CHUNK))
-        pieces: list[list[np.ndarray]] = [[], [], [], [], []]
-        for part in np.split(np.arange(len(level)), np.unique(ends)):
-            partial, later = level[part], after[part]
-            parent = np.repeat(np.arange(len(partial)), later)
-            offset = np.arange(len(parent)) - np.repeat(np.cumsum(later) - later, later)
-            candidate = rows[np.repeat(position[partial[:, -1]] + 1, later) + offset]
-            if as_bits:
-                fresh = (held[part][parent] & bit[candidate]) == 0
-            else:
-                fresh = (pool_of[partial[parent]] != pool_of[candidate][:, None]).all(axis=1)
-            parent, candidate = parent[fresh], candidate[fresh]
-            into = part[parent]
-            pieces[0].append(np.hstack([partial[parent], candidate[:, None]]))
-            pieces[1].append(held[into] | bit[candidate] if as_bits else held[:0])
-            pieces[2].append(holds_old[into] | old_row[candidate])
-            pieces[3].append(np.minimum(low[into], coordinates[candidate]))
-            pieces[4].append(np.maximum(high[into], coordinates[candidate]))
-        level, held, holds_old, low, high = (np.concatenate(p) for p in pieces)
 
 
 def _best_columns(rc: np.ndarray, anchor: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from republish.models import whole_release_columns as columns_module
-from republish.models import whole_release_tables as tables_module
+from republish.models import whole_release_table_columns as table_columns_module
 from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
 from republish.models.whole_release_bound import Relaxation, reduced_costs
 from republish.models.whole_release_columns import Columns
@@ -63,7 +63,7 @@ def random_families(draw: st.DrawFn) -> tuple[Family, np.ndarray]:
 
 @settings(max_examples=80, deadline=None)
 @given(random_families(), st.integers(0, 2), st.sampled_from([1, 2, 5, TABLE_CHUNK]),
-       st.sampled_from([tables_module.BIT_POOLS, 0]))
+       st.sampled_from([table_columns_module.BIT_POOLS, 0]))
 def test_all_columns_are_every_column_once(drawn: tuple[Family, np.ndarray], extra: int,
                                            chunk: int, bit_pools: int) -> None:
     """Built ``chunk`` candidates at a time (TABLE_CHUNK) or at once, with the pools a
@@ -71,12 +71,12 @@ def test_all_columns_are_every_column_once(drawn: tuple[Family, np.ndarray], ext
     bits), the same columns."""
     family, is_new = drawn
     width = family.hi + extra
-    saved = tables_module.TABLE_CHUNK, tables_module.BIT_POOLS
-    tables_module.TABLE_CHUNK, tables_module.BIT_POOLS = chunk, bit_pools
+    saved = table_columns_module.TABLE_CHUNK, table_columns_module.BIT_POOLS
+    table_columns_module.TABLE_CHUNK, table_columns_module.BIT_POOLS = chunk, bit_pools
     try:
         table = all_columns(family, is_new, width)
     finally:
-        tables_module.TABLE_CHUNK, tables_module.BIT_POOLS = saved
+        table_columns_module.TABLE_CHUNK, table_columns_module.BIT_POOLS = saved
     expected = brute_columns(family, is_new)
     rows = [tuple(r[r >= 0].tolist()) for r in table]
     assert len(rows) == len(set(rows)) == len(expected) == count_columns(family, is_new)
@@ -100,8 +100,8 @@ def test_extents_grown_with_the_columns_are_the_measures(drawn: tuple[Family, np
     points = np.column_stack([rng.random(n), rng.integers(0, leaves, n).astype(float),
                               rng.choice([0.0, 0.5, 1.0], n)])
     hierarchy = rng.random((leaves, leaves))
-    saved = tables_module.TABLE_CHUNK
-    tables_module.TABLE_CHUNK = chunk
+    saved = table_columns_module.TABLE_CHUNK
+    table_columns_module.TABLE_CHUNK = chunk
     try:
         for measure in (TabulatedExtent(points, [None, hierarchy, None]), BoxExtent(points)):
             members, extents = all_columns_and_extents(family, is_new, family.hi + 1, measure)
@@ -112,7 +112,7 @@ def test_extents_grown_with_the_columns_are_the_measures(drawn: tuple[Family, np
         assert extents is None and np.array_equal(members, all_columns(family, is_new,
                                                                        family.hi))
     finally:
-        tables_module.TABLE_CHUNK = saved
+        table_columns_module.TABLE_CHUNK = saved
 
 
 @settings(max_examples=50, deadline=None)
