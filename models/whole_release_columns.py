@@ -112,6 +112,14 @@ class Columns:
         block = self.canonical(block)
         return np.array([row.tobytes() not in self.index for row in block], dtype=bool)
 
+    def most_groups(self) -> int:
+        """At most this many columns in any solution: each has ``|σ| >= m`` slots, so by the
+        (a) row ``q·m·G <= q·Σ|σ| <= rhs + q·(rows covered) + p·(new rows covered)``."""
+        p, q = self.weight.numerator, self.weight.denominator
+        n, new = len(self.problem.values), int(self.counts.is_new.sum())
+        credit = p * new if self.problem.allow_deferrals else 0
+        return max(0, (self.rhs + q * n + credit) // (q * self.problem.m))
+
     def master(self, radius: np.ndarray) -> Master:
         exact = ~(self.counts.is_new & self.problem.allow_deferrals)
         row_a = np.where(self.counts.is_new & self.problem.allow_deferrals,
@@ -262,7 +270,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                                                 np.minimum(sharper[1][unsure], 0.0))
                 more = columns.canonical(sharper[0][columns.missing(sharper[0])])
                 priced, rc = np.vstack([priced, more]), np.concatenate([rc, rc_of(more)])
-        least = float(per_anchor.sum())  # -inf: the round could not price every column
+        # -inf: the round could not price every column
+        least = least_of_solution(per_anchor, columns.most_groups())
         rising = bound  # the Lagrangian bound before this round
         if math.isfinite(least) and (fixing is None or relaxed.bound + least > fixing[1]):
             fixing = (relaxed, relaxed.bound + least)
@@ -291,6 +300,17 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     return improve_and_prove(columns, radius, relaxed, fixing, pricer, best, best_cost, bound,
                              note, complete=complete, limit=limit, seed=seed, started=started,
                              time_limit=time_limit)
+
+
+def least_of_solution(per_anchor: np.ndarray, groups: int) -> float:
+    """A lower bound on the reduced costs of a solution's columns, from each anchor's least
+    (``per_anchor``, ``<= 0``): a solution holds at most ``groups`` columns
+    (:meth:`Columns.most_groups`), of distinct anchors, so at most the ``groups`` most
+    negative count (against every anchor's: a later release of 200 Adult rows at m = 7
+    has 200 anchors and at most 34 groups)."""
+    if groups >= len(per_anchor):
+        return float(per_anchor.sum())
+    return float(np.partition(per_anchor, groups)[:groups].sum()) if groups else 0.0
 
 
 def stalled_rounds(stalled: int, previous: float, value: float, bound_before: float,

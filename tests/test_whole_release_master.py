@@ -5,6 +5,8 @@ reduced costs reaches the LP over all of them."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -14,13 +16,14 @@ from hypothesis import strategies as st
 from test_whole_release_slots import random_release
 
 import republish.models.whole_release_columns as whole_release_columns
-from republish.models.whole_release import solve_whole_release
+from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
 from republish.models.whole_release_bound import relax
 from republish.models.whole_release_columns import Columns
 from republish.models.whole_release_counts import (
     BoxExtent,
     ReleaseCounts,
     families,
+    rational_weight,
 )
 from republish.models.whole_release_enumeration import enumerate_columns
 from republish.models.whole_release_master import IncrementalMaster
@@ -151,3 +154,50 @@ def test_cuts_added_before_and_after_their_columns_give_the_lp_with_the_cuts(
 def test_column_generation_stalls_only_when_value_and_bound_both_stay(
         previous: float, value: float, before: float, bound: float, expected: int) -> None:
     assert whole_release_columns.stalled_rounds(2, previous, value, before, bound) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), m=st.integers(2, 4), deferrals=st.booleans(),
+       weight=st.sampled_from([0.5, 1.0, 2.5]))
+def test_no_release_holds_more_groups_than_most_groups(seed: int, m: int, deferrals: bool,
+                                                       weight: float) -> None:
+    """Any release whose (a) is within stage 2's right-hand side (as
+    models/whole_release.py sets it from the optimal (a)) has at most ``most_groups``
+    groups: the bound behind the solution's least reduced cost."""
+    problem, groups = random_release(seed, m)
+    problem = dataclasses.replace(problem, allow_deferrals=deferrals, deferral_weight=weight)
+    counts = ReleaseCounts.of(problem)
+    p_q = rational_weight(weight)
+    counterfeits = sum(
+        len(problem.signatures[int(problem.bucket[g][problem.bucket[g] >= 0][0])]) - len(g)
+        if (problem.bucket[g] >= 0).any() else max(m, len(g)) - len(g) for g in groups)
+    new = int(counts.is_new.sum())
+    rhs = counterfeits * p_q.denominator - (p_q.numerator * new if deferrals else 0)
+    width = max(2 * m - 1, *counts.signature_size.tolist(), *map(len, groups))
+    columns = Columns(problem, counts, BoxExtent(problem.points), p_q, rhs, width)
+    chosen = columns.add(np.vstack([np.pad(g, (0, width - len(g)), constant_values=-1)
+                                    for g in groups]))
+    assert int(columns.a_coef[chosen].sum()) <= rhs  # the release meets the (a) row
+    assert len(groups) <= columns.most_groups()
+
+
+def test_most_groups_is_tight_on_groups_of_m_rows() -> None:
+    """No counterfeit, every group of exactly m rows: the bound is the number of groups."""
+    for m, k in ((2, 5), (3, 7), (4, 3)):
+        n = m * k
+        problem = WholeReleaseProblem(np.random.default_rng(m).random((n, 2)),
+                                      np.tile(np.arange(m), k), np.full(n, -1), (), m, m)
+        columns = Columns(problem, ReleaseCounts.of(problem), BoxExtent(problem.points),
+                          Fraction(1), 0, 2 * m - 1)
+        assert columns.most_groups() == k
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-50.0, 0.0), min_size=0, max_size=12), st.integers(0, 14))
+def test_least_of_solution_is_the_worst_choice_of_that_many_anchors(
+        least: list[float], groups: int) -> None:
+    per_anchor = np.array(least, dtype=np.float64)
+    worst = min((sum(c) for k in range(min(groups, len(least)) + 1)
+                 for c in itertools.combinations(least, k)), default=0.0)
+    assert whole_release_columns.least_of_solution(per_anchor, groups) == pytest.approx(
+        worst, abs=1e-9)
