@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from republish.models.whole_release import WholeReleaseProblem, group_signature, release_problems
 from republish.models.whole_release_counts import BoxExtent
-from republish.models.whole_release_slots import _assign, trade_slots
+from republish.models.whole_release_slots import _SCALE, _assign, trade_slots
 
 
 def random_release(seed: int, m: int, counterfeits_in_new_groups: bool = True
@@ -85,19 +85,28 @@ def test_trades_keep_release_valid_signatures_counterfeits_and_never_worsen(
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6), m=st.integers(2, 3))
 @example(seed=896268, m=2)  # a new row into a lone old row's slot, σ kept (session 7)
+@example(seed=944, m=3)  # a swap gains 0.00046, below the assignment's rounding
 def test_the_end_is_a_local_optimum_for_swaps_of_one_value(seed: int, m: int) -> None:
     """With every holder in each assignment and a long patience, no swap of two rows of
-    one value between two groups lowers (b) any more (when the swap is allowed)."""
+    one value between two groups lowers (b) any more (when the swap is allowed) than the
+    assignment's cost rounding hides (seed 944, m = 3: a swap gains 0.00046)."""
     problem, start = random_release(seed, m)
     found = trade_slots(problem, start, deadline=time.perf_counter() + 5.0, seed=seed,
                         groups_per_move=len(start) if len(start) >= 2 else 2, patience=200)
     assert_no_improving_swap(problem, list(found.groups), lambda g: cost(problem, g)[1])
 
 
+#: What a swap may gain unseen by the trades' assignments, whose costs are rounded to
+#: 1 / _SCALE: the two entries it changes and the two it replaces, each off by at most half
+#: a unit.
+ROUNDING = 2.0 / _SCALE
+
+
 def assert_no_improving_swap(problem: WholeReleaseProblem, groups: list[np.ndarray],
                              objective_b: Callable[[list[np.ndarray]], float]) -> None:
     """No allowed swap of two rows of one value between two groups (the release stays
-    valid, every group keeps its signature) lowers ``objective_b``."""
+    valid, every group keeps its signature) lowers ``objective_b`` by more than
+    ROUNDING."""
     groups = [g.copy() for g in groups]
     best = objective_b(groups)
     for a, b in itertools.combinations(range(len(groups)), 2):
@@ -112,7 +121,7 @@ def assert_no_improving_swap(problem: WholeReleaseProblem, groups: list[np.ndarr
                         group_signature(problem, g) for g in trial] != [
                         group_signature(problem, g) for g in groups]:
                     continue
-                assert objective_b(trial) >= best - 1e-9
+                assert objective_b(trial) >= best - ROUNDING - 1e-9
 
 
 @settings(max_examples=80, deadline=None)
