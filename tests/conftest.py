@@ -6,8 +6,17 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 DATA = Path(__file__).resolve().parent / "data"
+
+# Under CI (the CI variable set, as .ci/run sets it) every property test draws the same
+# examples on every run, with no example database: a rare example cannot fail one run and
+# pass the next (session 24: one seed of 10^6 failed a local-optimum test after many
+# green runs). Locally each run draws new examples and remembers failing ones.
+settings.register_profile("republish-ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("republish-ci")
 
 
 def shared_datasets() -> Path | None:
