@@ -302,15 +302,21 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
                              time_limit=time_limit)
 
 
-def least_of_solution(per_anchor: np.ndarray, groups: int) -> float:
+def least_of_solution(per_anchor: np.ndarray, groups: float) -> float:
     """A lower bound on the reduced costs of a solution's columns, from each anchor's least
     (``per_anchor``, ``<= 0``): a solution holds at most ``groups`` columns
     (:meth:`Columns.most_groups`), of distinct anchors, so at most the ``groups`` most
     negative count (against every anchor's: a later release of 200 Adult rows at m = 7
-    has 200 anchors and at most 34 groups)."""
-    if groups >= len(per_anchor):
+    has 200 anchors and at most 34 groups). A fractional ``groups`` bounds fractional
+    solutions too (each anchor's columns then weigh at most 1 together, and ``groups`` in
+    all): the ``⌊groups⌋`` most negative and the fraction of the next."""
+    if groups < 0:
+        raise ValueError(f"groups must be >= 0, got {groups}")
+    whole = int(math.floor(groups))
+    if whole >= len(per_anchor):
         return float(per_anchor.sum())
-    return float(np.partition(per_anchor, groups)[:groups].sum()) if groups else 0.0
+    ordered = np.partition(per_anchor, whole)  # the `whole` least first, then the next
+    return float(ordered[:whole].sum() + (groups - whole) * ordered[whole])
 
 
 def stalled_rounds(stalled: int, previous: float, value: float, bound_before: float,

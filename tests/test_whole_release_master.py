@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ortools.linear_solver import pywraplp  # type: ignore[attr-defined]
 from test_whole_release_slots import random_release
 
 import republish.models.whole_release_columns as whole_release_columns
@@ -193,11 +194,23 @@ def test_most_groups_is_tight_on_groups_of_m_rows() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(-50.0, 0.0), min_size=0, max_size=12), st.integers(0, 14))
+@given(st.lists(st.floats(-50.0, 0.0), min_size=0, max_size=12), st.integers(0, 14),
+       st.sampled_from([0.0, 0.25, 0.5, 0.999]))
 def test_least_of_solution_is_the_worst_choice_of_that_many_anchors(
-        least: list[float], groups: int) -> None:
+        least: list[float], groups: int, fraction: float) -> None:
+    """Integral: the worst set of at most ``groups`` anchors (brute force); fractional:
+    the LP ``min Σ least_a·t_a``, ``0 <= t <= 1``, ``Σ t <= groups`` (GLOP)."""
     per_anchor = np.array(least, dtype=np.float64)
     worst = min((sum(c) for k in range(min(groups, len(least)) + 1)
                  for c in itertools.combinations(least, k)), default=0.0)
     assert whole_release_columns.least_of_solution(per_anchor, groups) == pytest.approx(
         worst, abs=1e-9)
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    t = [solver.NumVar(0.0, 1.0, "") for _ in least]
+    solver.Add(solver.Sum(t) <= groups + fraction)
+    solver.Minimize(solver.Sum([a * x for a, x in zip(least, t, strict=True)]))
+    assert solver.Solve() == pywraplp.Solver.OPTIMAL
+    assert whole_release_columns.least_of_solution(per_anchor, groups + fraction) == \
+        pytest.approx(solver.Objective().Value(), abs=1e-7)
+    with pytest.raises(ValueError, match="groups"):
+        whole_release_columns.least_of_solution(per_anchor, -1)
