@@ -316,7 +316,8 @@ def least_of_solution(per_anchor: np.ndarray, groups: float) -> float:
     if whole >= len(per_anchor):
         return float(per_anchor.sum())
     ordered = np.partition(per_anchor, whole)  # the `whole` least first, then the next
-    return float(ordered[:whole].sum() + (groups - whole) * ordered[whole])
+    fraction = groups - whole  # (0·-inf would be nan: -inf marks an anchor not priced)
+    return float(ordered[:whole].sum() + (fraction * ordered[whole] if fraction else 0.0))
 
 
 def stalled_rounds(stalled: int, previous: float, value: float, bound_before: float,

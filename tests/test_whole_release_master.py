@@ -214,3 +214,8 @@ def test_least_of_solution_is_the_worst_choice_of_that_many_anchors(
         pytest.approx(solver.Objective().Value(), abs=1e-7)
     with pytest.raises(ValueError, match="groups"):
         whole_release_columns.least_of_solution(per_anchor, -1)
+    # an anchor the round could not price (-inf) makes the bound -inf, never nan
+    unpriced = np.append(per_anchor, [-np.inf, -np.inf])
+    for g in (groups, groups + fraction):
+        assert whole_release_columns.least_of_solution(unpriced, g) == (
+            -np.inf if g > 0 else 0.0)
