@@ -75,13 +75,16 @@ class Columns:
             self.weight.denominator
         # one member slot at a time (-1 reads an appended sentinel): tables of a million
         # columns (models/whole_release_tables.py) made (C, k) reductions a bottleneck
-        bucket, is_new = np.append(problem.bucket, -1), np.append(counts.is_new, False)
+        # (``take`` wraps -1 to the sentinel, without converting the slot to 64-bit indices)
+        bucket = np.append(problem.bucket, -1).astype(np.int64)
+        is_new = np.append(counts.is_new, False).astype(np.int64)
         size, kind, new = (np.zeros(len(block), np.int64), np.full(len(block), -1, np.int64),
                            np.zeros(len(block), np.int64))
+        held = np.empty(len(block), np.int64)
         for at in np.ascontiguousarray(block.T):
             size += at >= 0
-            np.maximum(kind, bucket[at], out=kind)
-            new += is_new[at]
+            np.maximum(kind, bucket.take(at, out=held, mode="wrap"), out=kind)
+            new += is_new.take(at, out=held, mode="wrap")
         sigma = np.where(kind >= 0, np.append(counts.signature_size, 0)[kind],
                          np.maximum(problem.m, size))
         batch = getattr(self.measure, "batch", None)
