@@ -124,9 +124,9 @@ class FamilyTable:
         order = np.argsort(anchor, kind="stable")  # a merge of sorted size blocks
         members, cost, a_coef = members[order], cost[order], a_coef[order]
         starts = np.flatnonzero(np.diff(members[:, 0], prepend=-2))
-        slots = np.ascontiguousarray(members.T)
-        if len(anchor) and anchor.dtype == np.int16:  # half the bytes every round reads
-            slots = slots.astype(np.int16)
+        # int16 where the rows fit: half the bytes every round reads (one copy, transposed)
+        slots = members.T.astype(np.int16 if len(anchor) and anchor.dtype == np.int16 else
+                                 members.dtype, order="C")
         sizes = np.zeros(len(cost), dtype=np.int16)
         for at in slots:  # a pass per slot: a quarter of a boolean sum over the axis
             sizes += at >= 0
