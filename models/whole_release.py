@@ -285,7 +285,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     smallest = [dataclasses.replace(f, hi=max(f.lo, 1)) for f in fams if not f.need_old]
     extendable = vectorized and bool(smallest) and sum(
         count_columns(f, counts.is_new) for f in smallest) <= TABLE_COLUMNS
-    polish = POLISH_SHARE * time_limit if (problem.bucket >= 0).any() or tabled else \
+    polish = POLISH_SHARE * time_limit if problem.has_old_rows or tabled else \
         unique_search_seconds(len(problem.values), time_limit, priced_from_tables=extendable)
     # groups of m rows do not fit in a table, so column generation proves no LP bound: the
     # relaxation over m-row groups alone does (four-row groups from m = 5), priced from the
@@ -343,7 +343,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
                            EXTENSION_SECONDS)
     box = box or pricer.prices_all  # the tables price any extent
     if pricer.prices_all:  # every column is priced from the table: start from it
-        parts = [pricer.start_columns(LATER_START_PER_ROW if (problem.bucket >= 0).any()
+        parts = [pricer.start_columns(LATER_START_PER_ROW if problem.has_old_rows
                                       else POOL_PER_ROW)]
         if pricing is not None and not pricer.covers_all:  # and larger columns per row
             parts += [nearest_columns(pricing, family) for family in fams]

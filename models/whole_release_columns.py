@@ -165,8 +165,8 @@ def stage2(columns: Columns, fams: list[Family], radius: np.ndarray, start: list
     the families whose columns were all tabulated (:mod:`republish.models.whole_release_
     tables`), the others priced by anchors."""
     started = time.perf_counter()
-    converges = pricer is not None and pricer.covers_all and bool(
-        (columns.problem.bucket >= 0).any())  # its convergence proves: TABLED_PRICING_SHARE
+    # its convergence proves (TABLED_PRICING_SHARE)
+    converges = pricer is not None and pricer.covers_all and columns.problem.has_old_rows
     pricing_share, last_share = (TABLED_PRICING_SHARE, TABLED_LAST_ROUND_SHARE) if \
         converges else (PRICING_SHARE, LAST_ROUND_SHARE)
     price_end = started + pricing_share * time_limit  # the rest finds and proves incumbents

@@ -182,7 +182,9 @@ def improve_and_prove(columns: Columns, radius: np.ndarray, relaxed: Relaxation,
     xs[:len(relaxed.x)] = relaxed.x
     tolerance = 1e-9 * max(1.0, abs(bound))
     restricted_size = max(5 * n, min(30 * n, 20_000))  # columns of the restricted search
-    with_old_rows = bool((columns.problem.bucket >= 0).any())
+    with_old_rows = columns.problem.has_old_rows
+    ladder_gap, ladder_pace = (LATER_LADDER_GAP, LATER_LADDER_SECONDS_PER_COLUMN) if \
+        with_old_rows else (LADDER_GAP, LADDER_SECONDS_PER_COLUMN)
     laddered = False
     for attempt in ("rounding", "dive", "ladder", "restricted"):
         if best_cost <= bound + tolerance or left() <= LAST_STEP_SECONDS:
@@ -204,9 +206,7 @@ def improve_and_prove(columns: Columns, radius: np.ndarray, relaxed: Relaxation,
                 columns, pricer, relaxed, best, best_cost, bound,
                 deadline=time.perf_counter() + min(LADDER_SHARE * left(), max(
                     LADDER_SECONDS, LADDER_BUDGET_SHARE * time_limit)),
-                seed=seed, gap=LATER_LADDER_GAP if with_old_rows else LADDER_GAP,
-                seconds_per_column=LATER_LADDER_SECONDS_PER_COLUMN if with_old_rows else
-                LADDER_SECONDS_PER_COLUMN)
+                seed=seed, gap=ladder_gap, seconds_per_column=ladder_pace)
             # it added table columns: the later searches see them, priced by `relaxed`
             master = columns.master(radius)
             rc = reduced_costs(master.members, master.cost, master.a_coef, relaxed.y,

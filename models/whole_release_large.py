@@ -105,7 +105,7 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     cycle_share = 0.1 if len(problem.values) <= CYCLE_COVER_ROWS else 0.0
     deadline = started + time_limit * (1 - cycle_share)
     grace = min(1.0, 0.1 * time_limit)  # what the bounds may take past the budget
-    has_old = bool((problem.bucket >= 0).any())
+    has_old = problem.has_old_rows
     # the row and pair bounds depend on the problem and A* only: beside the search where a
     # second process may run (stopped a little early, since its last weights' round may
     # overrun), else before the search takes the time (the pair bound's transportation
@@ -186,7 +186,7 @@ def _regroups_new_groups(problem: WholeReleaseProblem, a_star: Fraction | None) 
     """Whether the groups of new rows only are regrouped (NEW_GROUPS_SHARE): the release
     has old rows, needs no counterfeit or deferral, and its values leave an eligibility
     slack of at least NEW_GROUPS_MIN_SLACK."""
-    if not (problem.bucket >= 0).any() or a_star != 0 or not len(problem.values):
+    if not problem.has_old_rows or a_star != 0 or not len(problem.values):
         return False
     return eligibility_slack(problem) >= NEW_GROUPS_MIN_SLACK
 

@@ -84,7 +84,7 @@ def regroup_new_release(problem: WholeReleaseProblem, groups: list[np.ndarray],
     """``groups`` regrouped by the local search, or None when it does not apply (old rows,
     a group with counterfeits, an extent that is not a box sum) or gains nothing. The
     groups hold the same rows (the deferred rows stay out), so (a) is unchanged."""
-    if (problem.bucket >= 0).any() or len(groups) < 2:
+    if problem.has_old_rows or len(groups) < 2:
         return None
     values = problem.values
     if any(len(g) < problem.m or len(np.unique(values[g])) != len(g) for g in groups):

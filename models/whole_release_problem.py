@@ -55,6 +55,11 @@ class WholeReleaseProblem:
     box_lengths: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = field(
         default=None, repr=False)
 
+    @property
+    def has_old_rows(self) -> bool:
+        """Whether any row is in a bucket: a later release (a first release has none)."""
+        return bool((self.bucket >= 0).any())
+
     def __post_init__(self) -> None:
         owner = "WholeReleaseProblem"
         for name in ("m", "domain_size"):

@@ -139,7 +139,7 @@ def subset_bound_applies(problem: WholeReleaseProblem, a_star: Fraction | None,
     a vectorized extent, ``size >= 2`` and the ``(size - 1)``-row subsets within
     ``TABLE_COLUMNS``."""
     size = problem.m if size is None else size
-    if a_star is None or a_star != 0 or (problem.bucket >= 0).any() or \
+    if a_star is None or a_star != 0 or problem.has_old_rows or \
             not 2 <= size <= problem.m:
         return False
     if problem.allow_deferrals and problem.deferral_weight <= 0:

@@ -28,6 +28,7 @@ TABLE_CHUNK = 32_768
 #: one integer.
 BIT_POOLS = 62
 
+
 def all_columns(family: Family, is_new: np.ndarray, width: int) -> np.ndarray:
     """Every column of ``family``, ``(C, width)`` rows ascending, ``-1`` pads: the subsets
     of ``lo..hi`` rows with at most one row per pool, and an old row when ``need_old``

@@ -172,7 +172,7 @@ def _compact_start(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Groupi
     (:mod:`republish.heuristics.compact_groups`) when they beat the pipeline's, which groups
     by value, not by QI (called under ``first_release="compact"``, and under ``"buckets"``
     where the model partitions every row anyway)."""
-    if (problem.bucket >= 0).any():
+    if problem.has_old_rows:
         return hint
     groups = compact_groups(problem.points, problem.values, problem.m, lengths=cost.lengths)
     if groups is None:
@@ -217,7 +217,7 @@ def _within_buckets(problem: WholeReleaseProblem, buckets: tuple[np.ndarray,
     """A release without old rows under ``keep-buckets``: its rows held in the pipeline's
     buckets (the paper's Assign, §4.2) as if they were old rows, so that the model regroups
     them within those signatures instead of choosing its own."""
-    if buckets is None or (problem.bucket >= 0).any() or not (buckets[0] >= 0).any():
+    if buckets is None or problem.has_old_rows or not (buckets[0] >= 0).any():
         return problem
     return dataclasses.replace(problem, bucket=buckets[0], signatures=tuple(buckets[1]))
 
@@ -252,7 +252,7 @@ def solve_whole(problem: WholeReleaseProblem, cost: ReleaseCost, hint: Grouping,
     model = _within_buckets(problem, first_buckets) \
         if solve.first_release == "keep-buckets" else problem
     kept = solve.first_release in ("keep-signatures", "local-signatures") and \
-        not (problem.bucket >= 0).any()
+        not problem.has_old_rows
     if kept and solve.first_release == "local-signatures":
         start = _local_start(problem, cost, hint)
     # the bound within the signatures: beside the search with two workers, else before it
@@ -326,7 +326,7 @@ def _auto_policy(solve: SolveOptions, problem: WholeReleaseProblem) -> SolveOpti
     more than AUTO_FREE_ROWS rows under ``auto`` and the default ``buckets``, and
     ``"local-signatures"`` from AUTO_LOCAL_ROWS rows where the values leave the slack."""
     if solve.mode == "auto" and solve.first_release == "buckets" and \
-            len(problem.values) > AUTO_FREE_ROWS and not (problem.bucket >= 0).any():
+            len(problem.values) > AUTO_FREE_ROWS and not problem.has_old_rows:
         policy = "local-signatures" if len(problem.values) >= AUTO_LOCAL_ROWS and \
             eligibility_slack(problem) >= NEW_GROUPS_MIN_SLACK else "keep-signatures"
         return dataclasses.replace(solve, first_release=policy)

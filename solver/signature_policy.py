@@ -56,7 +56,7 @@ def signature_problem(problem: WholeReleaseProblem, groups: Sequence[np.ndarray]
     any group or form groups of their own. Its row and pair bounds therefore bound (b)
     within the policy. None where ``problem`` has old rows or ``groups`` miss a row, repeat
     a value, or hold fewer than m values."""
-    if (problem.bucket >= 0).any():
+    if problem.has_old_rows:
         return None
     rows = np.concatenate([np.asarray(g, dtype=np.int64) for g in groups]) if groups else \
         np.zeros(0, dtype=np.int64)

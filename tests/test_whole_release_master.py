@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.linear_solver import pywraplp  # type: ignore[attr-defined]
-from test_whole_release_slots import random_release
+from test_whole_release_slots import cost, random_release
 
 import republish.models.whole_release_columns as whole_release_columns
 from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
@@ -169,9 +169,7 @@ def test_no_release_holds_more_groups_than_most_groups(seed: int, m: int, deferr
     problem = dataclasses.replace(problem, allow_deferrals=deferrals, deferral_weight=weight)
     counts = ReleaseCounts.of(problem)
     p_q = rational_weight(weight)
-    counterfeits = sum(
-        len(problem.signatures[int(problem.bucket[g][problem.bucket[g] >= 0][0])]) - len(g)
-        if (problem.bucket[g] >= 0).any() else max(m, len(g)) - len(g) for g in groups)
+    counterfeits, _ = cost(problem, groups)
     new = int(counts.is_new.sum())
     rhs = counterfeits * p_q.denominator - (p_q.numerator * new if deferrals else 0)
     width = max(2 * m - 1, *counts.signature_size.tolist(), *map(len, groups))
