@@ -55,16 +55,21 @@ class TabulatedExtent:
             return 0.0
         return float(self.lengths(chosen.min(axis=0), chosen.max(axis=0)).sum())
 
+    def _length(self, q: int, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """QI ``q``'s normalized length of intervals ``low..high`` (any shape; hierarchy
+        intervals as flat table indices): the one formula :meth:`boxes`, :meth:`batch` and
+        :meth:`joined` add up QI by QI."""
+        table = self.tables[q]
+        if table is None:
+            return high - low
+        return table.ravel()[low.astype(np.intp) * len(table) + high.astype(np.intp)]
+
     def boxes(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
         """The extent of each box ``low[c]..high[c]`` (``(C, d)`` each, corners of rows'
         points), summed as :meth:`batch` sums it."""
         total = np.zeros(len(low))
-        for q, table in enumerate(self.tables):
-            if table is None:
-                total += high[:, q] - low[:, q]
-            else:
-                total += table.ravel()[low[:, q].astype(np.intp) * len(table) +
-                                       high[:, q].astype(np.intp)]
+        for q in range(len(self.tables)):
+            total += self._length(q, low[:, q], high[:, q])
         return total
 
     def batch(self, members: np.ndarray) -> np.ndarray:
@@ -73,14 +78,10 @@ class TabulatedExtent:
         whole-release tables (:mod:`republish.models.whole_release_tables`) cost a million
         groups at once, where a ``(C, k, d)`` gather took most of a second."""
         total = np.zeros(len(members))
-        for table, (low, high) in zip(self.tables, member_ranges(self.points, members),
-                                      strict=True):
+        for q, (low, high) in enumerate(member_ranges(self.points, members)):
             none = np.isposinf(low)  # a row without members: extent 0
             low[none], high[none] = 0.0, 0.0
-            if table is None:
-                total += high - low
-            else:
-                total += table.ravel()[low.astype(np.intp) * len(table) + high.astype(np.intp)]
+            total += self._length(q, low, high)
         return total
 
     def joined(self, members: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -89,13 +90,9 @@ class TabulatedExtent:
         low, high = member_boxes(self.points, members)
         x = self.points[np.asarray(rows, dtype=np.int64)]
         total = np.zeros((len(x), len(low)))
-        for q, table in enumerate(self.tables):
-            lo = np.minimum(low[None, :, q], x[:, None, q])
-            hi = np.maximum(high[None, :, q], x[:, None, q])
-            if table is None:
-                total += hi - lo
-            else:
-                total += table.ravel()[lo.astype(np.intp) * len(table) + hi.astype(np.intp)]
+        for q in range(len(self.tables)):
+            total += self._length(q, np.minimum(low[None, :, q], x[:, None, q]),
+                                  np.maximum(high[None, :, q], x[:, None, q]))
         return total
 
     def pairwise(self, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
