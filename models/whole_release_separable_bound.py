@@ -1,0 +1,423 @@
+"""A lower bound on objective (b) of one release step from one relaxation per QI.
+
+Objective (b) of :mod:`republish.models.whole_release` is ``Σ_G c(G)·Σ_q ext_q(G)`` (the
+perimeter of the m-invariance paper, Xiao & Tao 2007, §4.3: ``c(G) = |σ(G)|``; NCP: ``c(G)
+= |R(G)|``), where ``ext_q`` depends on QI ``q``'s interval of the group only (numeric QIs
+on ``[0, 1]``; hierarchy QIs: the covered leaves of the interval of leaf codes, monotone
+under inclusion). So for any release ``P`` whose (a) is optimal, ``(b)(P) = Σ_q (b)_q(P)``
+and ``(b) >= Σ_q min_P (b)_q(P)``: each QI alone is a release problem in one dimension,
+over the same rules (§4.1-4.2, the columns of
+:func:`~republish.models.whole_release_counts.families`, the (a) row). Not in the paper.
+
+**One dimension aggregates.** Rows of the same coordinate on ``q``, the same value and the
+same bucket (or new) are interchangeable in QI ``q``'s problem, so its set-partitioning LP
+over such *types* (cover rows ``= multiplicity``, ``<=`` for deferrable new rows; the (a)
+row ``a·λ <= rhs``) has the LP value of the row-wise one, and stays small where the table
+does not (a numeric QI of ``P`` distinct values: at most ``P·V·(B + 1)`` types).
+
+**Exact pricing by intervals.** A column of a family (bucket ``b``: one row per value of
+``σ_b``, ``lo..|σ_b|`` rows; all new: ``lo..2m - 1`` rows, ``|σ| = max(m, k)``) lies in an
+interval ``[x_p, x_t]`` of the QI's distinct coordinates, and its reduced cost is at least
+``c(k)·(f(x_p, x_t) - y_a·q_w) - Σ_rows w`` with ``w`` each type's dual part (module
+:mod:`republish.models.whole_release_bound`'s reduced cost, the (a) row's ``q_w`` per
+slot folded in). For every ``p``, ``t`` and anchor value ``v`` at ``x_p``, the best column
+takes value ``v``'s best type at ``x_p`` and the best ``k - 1`` other values' best types
+in ``[x_p, x_t]``: ``O(P²·V·k)`` per family, whatever the number of rows. A bucket family's
+columns are priced, and enter the LP, without the rule that they hold an old row: the
+relaxation is of a problem with more columns, so its bounds are only lower (such a column
+of ``k = |σ_b|`` rows is an all-new group of that signature anyway).
+
+**The Lagrangian bound** of a round with duals ``(y, y_a)``: ``yᵀb + y_a·rhs +`` the least
+reduced costs a solution's columns can sum to. A column's *class* is the value and
+coordinate of a row at its least coordinate; a solution holds at most ``mult(p, v)``
+columns of class ``(p, v)`` (disjoint columns, each with its own row of that class) and at
+most :meth:`~republish.models.whole_release_columns.Columns.most_groups` columns in all,
+so the ``most_groups`` least of the classes' least reduced costs, each repeated up to its
+class's rows, bound the rest (Nemhauser & Wolsey, *Integer and Combinatorial
+Optimization*, 1988, §II.3.6). Every round bounds, at any deadline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from ortools.linear_solver import (  # type: ignore[attr-defined]
+    linear_solver_pb2,
+    pywraplp,
+)
+
+from republish.models.whole_release_counts import ReleaseCounts, families
+
+if TYPE_CHECKING:
+    from republish.models.whole_release_problem import WholeReleaseProblem
+
+__all__ = ["SeparableBound", "separable_bound"]
+
+#: Columns added per class and round at most (the best right ends of each class).
+COLUMNS_PER_CLASS = 2
+#: Relative tolerance under which a round's least reduced costs count as converged.
+CONVERGED = 1e-7
+
+
+@dataclass(frozen=True)
+class SeparableBound:
+    """``bound``: ``Σ`` of each block's best Lagrangian bound (``-inf`` when not every
+    block bounded); ``per_block``: those bounds; ``rounds``: pricing rounds per block;
+    ``converged``: whether every block's LP converged (its bound is then its LP value)."""
+
+    bound: float
+    per_block: tuple[float, ...]
+    rounds: tuple[int, ...]
+    converged: bool
+
+
+@dataclass(frozen=True)
+class _Types:
+    """Rows aggregated for a block of QIs: type of each row, each type's coordinate index
+    on the block's first QI (``position``, swept by the pricing) and on the others
+    (``inner``, ``(types, k - 1)``), value, bucket (``-1`` new) and multiplicity;
+    ``coordinates``: the first QI's sorted distinct ones, ``inner_sizes`` the others'
+    counts."""
+
+    of_row: np.ndarray
+    position: np.ndarray
+    inner: np.ndarray
+    value: np.ndarray
+    bucket: np.ndarray
+    multiplicity: np.ndarray
+    coordinates: np.ndarray
+    inner_sizes: tuple[int, ...]
+
+    @classmethod
+    def of(cls, x: np.ndarray, values: np.ndarray, bucket: np.ndarray) -> _Types:
+        """``x``: ``(n, k)`` coordinates of the block's QIs."""
+        ranked = [np.unique(x[:, d], return_inverse=True) for d in range(x.shape[1])]
+        positions = np.stack([r[1].reshape(-1) for r in ranked], axis=1)
+        key = np.concatenate([positions, values[:, None], bucket[:, None]], axis=1)
+        unique, of_row, multiplicity = np.unique(key, axis=0, return_inverse=True,
+                                                 return_counts=True)
+        k = x.shape[1]
+        return cls(of_row.reshape(-1), unique[:, 0], unique[:, 1:k], unique[:, k],
+                   unique[:, k + 1], multiplicity, ranked[0][0],
+                   tuple(len(r[0]) for r in ranked[1:]))
+
+
+class _Master:
+    """``min cost·λ`` s.t. ``A λ = mult`` (``<=`` where deferrable), ``a·λ <= rhs``,
+    ``λ >= 0``; columns are sets of types (GLOP, re-solved from the last basis)."""
+
+    def __init__(self, types: _Types, exact: np.ndarray, rhs: int) -> None:
+        solver = pywraplp.Solver.CreateSolver("GLOP")
+        if solver is None:  # pragma: no cover - GLOP ships with OR-Tools
+            raise RuntimeError("OR-Tools GLOP is not available")
+        self.solver, self.rhs = solver, rhs
+        self.multiplicity = types.multiplicity.astype(np.float64)
+        self.exact = exact
+        self.covers = [solver.Constraint(float(m) if e else -math.inf, float(m))
+                       for m, e in zip(types.multiplicity.tolist(), exact.tolist(), strict=True)]
+        self.spent = solver.Constraint(-math.inf, float(rhs))
+        self.objective = solver.Objective()
+        self.keys: dict[tuple[int, tuple[int, ...]], int] = {}
+
+    def add(self, members: Sequence[tuple[int, ...]], signature: Sequence[int],
+            cost: Sequence[float], a_coef: Sequence[int]) -> int:
+        """Add the columns not present yet (a column: its types and its family's ``|σ|``,
+        0 for all new); how many were new."""
+        fresh = 0
+        for key, s, c, a in zip(members, signature, cost, a_coef, strict=True):
+            if (s, key) in self.keys:
+                continue
+            self.keys[s, key] = len(self.keys)
+            var = self.solver.NumVar(0.0, math.inf, "")
+            self.objective.SetCoefficient(var, float(c))
+            for t in key:
+                self.covers[t].SetCoefficient(var, 1.0)
+            if a:
+                self.spent.SetCoefficient(var, float(a))
+            fresh += 1
+        return fresh
+
+    def duals(self, time_limit: float) -> tuple[np.ndarray, float] | None:
+        """The LP's duals ``(y, y_a)`` (``y <= 0`` on ``<=`` rows, ``y_a <= 0``), or None."""
+        self.solver.SetTimeLimit(max(int(time_limit * 1000), 10))
+        if self.solver.Solve() != pywraplp.Solver.OPTIMAL:
+            return None
+        response = linear_solver_pb2.MPSolutionResponse()
+        self.solver.FillSolutionResponseProto(response)
+        dual = np.array(response.dual_value, dtype=np.float64)
+        rows = len(self.covers)
+        y = np.where(self.exact, dual[:rows], np.minimum(dual[:rows], 0.0))
+        # later solves continue from this basis with new columns: primal simplex
+        self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: false")
+        return y, min(float(dual[rows]), 0.0)
+
+
+@dataclass(frozen=True)
+class _Family:
+    """A family's pools as type arrays, its row counts ``lo..hi`` and ``|σ|`` (0: all new,
+    ``max(m, k)``)."""
+
+    pools: tuple[np.ndarray, ...]
+    lo: int
+    hi: int
+    signature: int
+
+
+def _family_types(problem: WholeReleaseProblem, counts: ReleaseCounts, cf_max: int,
+                  types: _Types) -> list[_Family]:
+    found = []
+    for family in families(problem, counts, cf_max):
+        pools = tuple(np.unique(types.of_row[pool]) for pool in family.pools if len(pool))
+        if pools and family.lo <= min(family.hi, len(pools)):  # else it has no column
+            found.append(_Family(pools, family.lo, min(family.hi, len(pools)),
+                                 family.signature))
+    return found
+
+
+def _sweep(family: _Family, types: _Types, w: np.ndarray, extent: np.ndarray, slot: float,
+           m: int, ncp: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One dimension: for every class ``(p, pool j)`` of the family (``p`` a position of
+    the swept QI holding a type of pool ``j`` with finite ``w``), the least reduced cost
+    of a column whose least swept coordinate is ``x_p`` there, and that column's types
+    (``extent[p, t]``: the box's extent with ``x_p..x_t``). Returns ``(present, least,
+    members)``: ``least`` ``(len(present), pools)``, ``members`` ``(len(present), pools,
+    hi)`` type indices, ``-1`` pads."""
+    n_pool = len(family.pools)
+    best = np.full((len(types.coordinates), n_pool), -np.inf)  # B[p, j] and its type
+    chosen = np.full((len(types.coordinates), n_pool), -1, np.int64)
+    for j, pool in enumerate(family.pools):
+        order = pool[np.argsort(w[pool], kind="stable")]  # the best last: it is kept
+        best[types.position[order], j] = w[order]
+        chosen[types.position[order], j] = order
+    present = np.flatnonzero(np.isfinite(best).any(axis=1))
+    best, chosen = best[present], chosen[present]
+    positions = len(present)
+    # S[p, t, j]: pool j's best over [x_p, x_t] (t >= p), at position `source`
+    span = np.full((positions, positions, n_pool), -np.inf)
+    source = np.zeros((positions, positions, n_pool), np.int64)
+    steps = np.arange(positions)[:, None]
+    for p in range(positions):
+        span[p, p:] = np.maximum.accumulate(best[p:], axis=0)
+        source[p, p:] = p + np.maximum.accumulate(np.where(best[p:] == span[p, p:],
+                                                           steps[:positions - p], 0), axis=0)
+    ordered = -np.sort(-span, axis=2)
+    with np.errstate(invalid="ignore"):
+        prefix = np.concatenate([np.zeros((positions, positions, 1)),
+                                 np.cumsum(ordered, axis=2)], axis=2)
+    extent = extent[np.ix_(present, present)]
+    sizes = np.arange(family.lo, family.hi + 1)
+    sigma = np.full(len(sizes), family.signature, np.float64) if family.signature else \
+        np.maximum(m, sizes).astype(np.float64)
+    charged = sizes.astype(np.float64) if ncp else sigma
+    fixed = charged[None, None, :] * extent[:, :, None] + sigma[None, None, :] * slot
+    least = np.full((positions, n_pool), np.inf)
+    members = np.full((positions, n_pool, family.hi), -1, np.int64)
+    lower = ~np.triu(np.ones((positions, positions), bool))
+    rows = np.arange(positions)
+    for j in range(n_pool):
+        anchor = best[:, j]
+        if not np.isfinite(anchor).any():
+            continue
+        here = span[:, :, j]
+        greater = (span > here[:, :, None]).sum(axis=2)  # pool j's rank among the others
+        others = np.empty((positions, positions, len(sizes)))
+        with np.errstate(invalid="ignore"):
+            for r, top in enumerate((sizes - 1).tolist()):  # the best k - 1 other pools
+                others[:, :, r] = np.where(greater >= top, prefix[:, :, top],
+                                           prefix[:, :, top + 1] - here)
+            rc = fixed - (anchor[:, None, None] + others)
+        rc[np.isnan(rc) | lower[:, :, None]] = np.inf
+        flat = rc.reshape(positions, -1)
+        at = flat.argmin(axis=1)
+        least[:, j] = np.where(np.isfinite(anchor), flat[rows, at], np.inf)
+        right, size = np.divmod(at, len(sizes))
+        # the column: pool j's best type at x_p, then the other pools by their best in
+        # [x_p, x_t], the first k - 1 of them (the order of `prefix`)
+        value = span[rows, right]  # (P, pools)
+        rank = np.argsort(-value, axis=1, kind="stable")
+        rank = rank[rank != j].reshape(positions, n_pool - 1)
+        picked = chosen[source[rows, right][rows[:, None], rank], rank]
+        keep = np.arange(n_pool - 1)[None, :] < (sizes[size] - 1)[:, None]
+        members[:, j, 0] = chosen[:, j]
+        width = min(n_pool - 1, family.hi - 1)
+        members[:, j, 1:1 + width] = np.where(keep, picked, -1)[:, :width]
+    return present, least, members
+
+
+def _price_family(family: _Family, types: _Types, w: np.ndarray,
+                  lengths: Sequence[np.ndarray], slot: float, m: int, ncp: bool
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every class of the family (``value·P + position`` of the first QI) with its least
+    reduced cost and a column reaching it (``(class, least, members)``, ``-1`` pads);
+    the boxes of the inner QIs enumerated, the first QI swept (:func:`_sweep`)."""
+    width = len(types.coordinates)
+    least = np.full((width, len(family.pools)), np.inf)
+    members = np.full((width, len(family.pools), family.hi), -1, np.int64)
+    for box in _boxes(types, family):
+        masked = w
+        inner_extent = 0.0
+        if box:
+            masked = np.where(_inside(types, box), w, -np.inf)
+            inner_extent = sum(float(lengths[d + 1][low, high])
+                               for d, (low, high) in enumerate(box))
+        present, per_class, found = _sweep(family, types, masked, lengths[0] + inner_extent,
+                                           slot, m, ncp)
+        better = per_class < least[present]
+        least[present] = np.where(better, per_class, least[present])
+        members[present] = np.where(better[:, :, None], found, members[present])
+    value = np.array([int(types.value[pool[0]]) for pool in family.pools])
+    where = np.nonzero(np.isfinite(least))
+    return value[where[1]] * width + where[0], least[where], members[where]
+
+
+def _boxes(types: _Types, family: _Family) -> list[tuple[tuple[int, int], ...]]:
+    """Every box of the block's inner QIs (a pair ``low <= high`` of positions per QI
+    present in the family), the empty tuple for a block of one QI."""
+    rows = np.concatenate(family.pools)
+    per_qi = []
+    for d in range(types.inner.shape[1]):
+        held = np.unique(types.inner[rows, d]).tolist()
+        per_qi.append([(a, b) for i, a in enumerate(held) for b in held[i:]])
+    return list(itertools.product(*per_qi))
+
+
+def _inside(types: _Types, box: tuple[tuple[int, int], ...]) -> np.ndarray:
+    inside = np.ones(len(types.multiplicity), bool)
+    for d, (low, high) in enumerate(box):
+        inside &= (types.inner[:, d] >= low) & (types.inner[:, d] <= high)
+    return inside
+
+
+def _column_attributes(key: tuple[int, ...], types: _Types, lengths: Sequence[np.ndarray],
+                       signature: int, m: int, ncp: bool, deferrals: bool,
+                       weight: Fraction) -> tuple[float, int]:
+    rows = np.asarray(key)
+    k = len(rows)
+    sigma = signature or max(m, k)
+    extent = float(lengths[0][types.position[rows].min(), types.position[rows].max()])
+    for d in range(types.inner.shape[1]):
+        extent += float(lengths[d + 1][types.inner[rows, d].min(), types.inner[rows, d].max()])
+    new = int((types.bucket[rows] < 0).sum())
+    a_coef = weight.denominator * (sigma - k) - (weight.numerator * new if deferrals else 0)
+    return (k if ncp else sigma) * extent, a_coef
+
+
+def _block_bound(problem: WholeReleaseProblem, counts: ReleaseCounts, types: _Types,
+                 lengths: Sequence[np.ndarray], start: Sequence[np.ndarray], cf_max: int,
+                 rhs: int, weight: Fraction, most_groups: int, ncp: bool, deadline: float
+                 ) -> tuple[float, int, bool]:
+    """A block's best Lagrangian bound, its pricing rounds, and whether it converged."""
+    deferrals = problem.allow_deferrals
+    master = _Master(types, ~((types.bucket < 0) & deferrals), rhs)
+    fams = _family_types(problem, counts, cf_max, types)
+
+    def add(columns: Sequence[tuple[tuple[int, ...], int]]) -> int:
+        attributes = [_column_attributes(key, types, lengths, s, problem.m, ncp, deferrals,
+                                         weight) for key, s in columns]
+        return master.add([key for key, _ in columns], [s for _, s in columns],
+                          [c for c, _ in attributes], [a for _, a in attributes])
+
+    signature = np.append(counts.signature_size, 0)
+    add([(tuple(sorted(types.of_row[group].tolist())),
+          int(signature[problem.bucket[group].max()])) for group in map(np.asarray, start)])
+    # class (p, v): its rows, and at most that many of a solution's columns
+    capacity = np.zeros(problem.domain_size * len(types.coordinates), np.int64)
+    np.add.at(capacity, types.value * len(types.coordinates) + types.position,
+              types.multiplicity)
+    best, rounds, converged = -math.inf, 0, False
+    while time.perf_counter() < deadline:
+        solved = master.duals(deadline - time.perf_counter())
+        if solved is None:
+            break
+        y, y_a = solved
+        # w: each type's share of a column's reduced cost; the (a) row's charge per slot,
+        # -y_a·q, is the column's constant (``slot``)
+        w = y - y_a * weight.denominator - y_a * (weight.numerator if deferrals else 0) * (
+            types.bucket < 0)
+        least = np.full(len(capacity), np.inf)
+        found: list[tuple[float, tuple[int, ...], int]] = []
+        for family in fams:
+            at, value, members = _price_family(family, types, w, lengths,
+                                               -y_a * weight.denominator, problem.m, ncp)
+            np.minimum.at(least, at, value)
+            for c in np.flatnonzero(value < -1e-9).tolist():
+                row = members[c]
+                found.append((float(value[c]), tuple(sorted(row[row >= 0].tolist())),
+                              family.signature))
+        rounds += 1
+        rest = _solution_least(least, capacity, most_groups)
+        best = max(best, float(y @ master.multiplicity + y_a * rhs) + rest)
+        if not found or -rest <= CONVERGED * max(1.0, abs(best)):
+            converged = True
+            break
+        found.sort(key=lambda f: f[0])
+        if not add([(key, s) for _, key, s in found[:max(2_000, 4 * len(capacity))]]):
+            break  # nothing new: the LP cannot move
+    return best, rounds, converged
+
+
+def _solution_least(least: np.ndarray, capacity: np.ndarray, most_groups: int) -> float:
+    """The least reduced costs a solution's columns sum to: at most ``capacity[c]``
+    columns of class ``c``, each costing ``>= least[c]``, and ``most_groups`` in all."""
+    from republish.models.whole_release_columns import least_of_solution
+
+    finite = np.isfinite(least)
+    return least_of_solution(np.repeat(np.minimum(least[finite], 0.0), capacity[finite]),
+                             most_groups)
+
+
+def _lengths(cost: Any, at: int, coordinates: np.ndarray) -> np.ndarray:
+    """QI ``at``'s normalized extent of ``[x_p, x_t]`` for every pair of its coordinates."""
+    from republish.objectives import ReleaseCost
+
+    single = ReleaseCost(schema=dataclasses.replace(cost.schema, qis=(cost.schema.qis[at],)),
+                         points=cost.points[:, [at]], name=cost.name)
+    x = coordinates
+    return single.lengths(np.repeat(x, len(x))[:, None], np.tile(x, len(x))[:, None]
+                          ).reshape(len(x), len(x))
+
+
+def separable_bound(problem: WholeReleaseProblem, cost: Any, a_star: Fraction | float,
+                    weight: Fraction, groups: Sequence[np.ndarray], *, deadline: float,
+                    blocks: Sequence[Sequence[int]] | None = None) -> SeparableBound:
+    """Bound (b) over the releases of ``problem`` whose (a) is at most ``a_star`` (module
+    docstring). ``cost``: a :class:`~republish.objectives.ReleaseCost` (its QIs and
+    normalization); ``groups``: a release of that (a), the LPs' start (deferred rows left
+    out). ``blocks``: a partition of the QIs, each block relaxed jointly (default: every
+    QI alone); each gets an equal share of the time to ``deadline``."""
+    from republish.objectives import ReleaseCost
+
+    if not isinstance(cost, ReleaseCost):
+        raise TypeError(f"separable_bound needs a ReleaseCost, got {type(cost).__name__}")
+    d = len(cost.schema.qis)
+    blocks = [[q] for q in range(d)] if blocks is None else [list(b) for b in blocks]
+    if sorted(q for b in blocks for q in b) != list(range(d)) or not all(blocks):
+        raise ValueError(f"blocks must partition the QIs 0..{d - 1}, got {blocks}")
+    counts = ReleaseCounts.of(problem)
+    q, p = weight.denominator, weight.numerator
+    new = int(counts.is_new.sum())
+    rhs = int(Fraction(a_star) * q) - (p * new if problem.allow_deferrals else 0)
+    credit = p * new if problem.allow_deferrals else 0  # Columns.most_groups
+    most_groups = max(0, (rhs + q * len(problem.values) + credit) // (q * problem.m))
+    per_block, rounds, converged = [], [], True
+    for at, block in enumerate(blocks):
+        share = (deadline - time.perf_counter()) / (len(blocks) - at)
+        types = _Types.of(cost.points[:, block], problem.values, problem.bucket)
+        lengths = [_lengths(cost, qi, np.unique(cost.points[:, qi])) for qi in block]
+        bound, spent, done = _block_bound(problem, counts, types, lengths, groups,
+                                          math.floor(a_star), rhs, weight, most_groups,
+                                          cost.name != "perimeter",
+                                          time.perf_counter() + max(share, 0.0))
+        per_block.append(bound)
+        rounds.append(spent)
+        converged = converged and done
+    total = float(sum(per_block)) if all(map(math.isfinite, per_block)) else -math.inf
+    return SeparableBound(total, tuple(per_block), tuple(rounds), converged)

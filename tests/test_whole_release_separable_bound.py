@@ -1,0 +1,193 @@
+"""The bound from one relaxation per QI (republish.models.whole_release_separable_bound)
+against the exhaustive optimum of tests/test_whole_release_model.py: never above the least
+(b) of the releases whose (a) is optimal (box and hierarchy extents, the perimeter and
+NCP); exact where the relaxation is (one numeric QI, one bucket: a Monge assignment);
+blocks of QIs relaxed jointly bound at least as high as the QIs alone."""
+
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_whole_release_model import brute_force
+from test_whole_release_row_bound import coarse_problems, hierarchy_optimum, hierarchy_problems
+
+import republish.models.whole_release_separable_bound as separable_module
+from republish.models.whole_release import WholeReleaseProblem, solve_whole_release
+from republish.models.whole_release_counts import rational_weight
+from republish.models.whole_release_separable_bound import separable_bound
+from republish.objectives import ReleaseCost
+from republish.schema import QIAttribute, Schema
+
+SCHEMA_BOX = Schema("id", "sa", (QIAttribute("x", "numeric"), QIAttribute("y", "numeric")))
+SCHEMA_LINE = Schema("id", "sa", (QIAttribute("x", "numeric"),))
+
+
+def start(problem: WholeReleaseProblem, a_star: Fraction, cost: ReleaseCost | None = None
+          ) -> list[np.ndarray] | None:
+    """A release whose (a) is ``a_star`` (the model's, proven on such tiny problems)."""
+    extent = None if cost is None else cost.model_extent(lambda rows: 0)
+    answer = solve_whole_release(problem, time_limit=5.0, extent=extent)
+    return answer.groups if answer.objective_a == a_star else None
+
+
+def bound_of(problem: WholeReleaseProblem, cost: ReleaseCost, a_star: Fraction,
+             groups: list[np.ndarray], **kwargs: object) -> float:
+    found = separable_bound(problem, cost, a_star, rational_weight(problem.deferral_weight),
+                            groups, deadline=time.perf_counter() + 30.0, **kwargs)
+    assert found.converged  # tiny LPs converge: the bound is their value
+    assert found.bound == pytest.approx(sum(found.per_block))
+    return found.bound
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(coarse_problems())
+def test_bound_never_exceeds_the_optimum_box(problem: WholeReleaseProblem) -> None:
+    optimum = brute_force(problem)
+    if optimum is None:
+        return
+    groups = start(problem, optimum[0])
+    if groups is None:
+        return
+    cost = ReleaseCost(schema=SCHEMA_BOX, points=problem.points)  # the reference's box
+    alone = bound_of(problem, cost, optimum[0], groups)
+    assert alone <= optimum[1] + 1e-7
+    # both QIs in one block: a tighter relaxation of the same release problem
+    joint = bound_of(problem, cost, optimum[0], groups, blocks=[[0, 1]])
+    assert alone - 1e-7 <= joint <= optimum[1] + 1e-7
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hierarchy_problems())
+def test_bound_never_exceeds_the_optimum_hierarchy(
+        case: tuple[WholeReleaseProblem, ReleaseCost]) -> None:
+    problem, cost = case
+    optimum = hierarchy_optimum(problem, cost)
+    if optimum is None:
+        return
+    groups = start(problem, optimum[0], cost)
+    if groups is None:
+        return
+    assert bound_of(problem, cost, optimum[0], groups) <= optimum[1] + 1e-7
+    assert bound_of(problem, cost, optimum[0], groups, blocks=[[1, 0]]) <= optimum[1] + 1e-7
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(coarse_problems())
+def test_ncp_bound_never_exceeds_the_ncp_optimum(problem: WholeReleaseProblem) -> None:
+    import test_whole_release_model as reference
+
+    ncp = ReleaseCost(schema=SCHEMA_BOX, points=problem.points, name="ncp")
+    original = reference.valid_groups
+
+    def ncp_groups(problem: WholeReleaseProblem) -> dict[int, list[tuple[int, int, float]]]:
+        found = original(problem)
+        # the reference costs |σ|·box; NCP is |R|·box (the bitmask's rows)
+        return {i: [(mask, cf, bin(mask).count("1") * ncp.extent(np.flatnonzero(
+            [(mask >> r) & 1 for r in range(len(problem.values))])))
+                    for mask, cf, _ in options] for i, options in found.items()}
+
+    reference.valid_groups = ncp_groups
+    try:
+        optimum = brute_force(problem)
+    finally:
+        reference.valid_groups = original
+    if optimum is None:
+        return
+    groups = start(problem, optimum[0])
+    if groups is None:
+        return
+    assert bound_of(problem, ncp, optimum[0], groups) <= optimum[1] + 1e-7
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 4), st.integers(1, 4), st.integers(0, 10**6))
+def test_one_numeric_qi_one_bucket_is_exact(m: int, per_value: int, seed: int) -> None:
+    """One bucket of ``m`` values with ``per_value`` old rows each and nothing new: on a
+    line the group cost (max - min) is Monge, so sorting solves the assignment and its LP
+    is integral -- the bound is the optimum, not only below it."""
+    rng = np.random.default_rng(seed)
+    n = m * per_value
+    points = rng.integers(0, 20, (n, 1)) / 20
+    values = np.repeat(np.arange(m), per_value)
+    problem = WholeReleaseProblem(points, values, np.zeros(n, np.int64),
+                                  (frozenset(range(m)),), m, m)
+    # the optimum: the k-th smallest of every value together
+    ordered = np.sort(points[:, 0].reshape(m, per_value), axis=1)
+    optimum = float(m * (ordered.max(axis=0) - ordered.min(axis=0)).sum())
+    groups = [np.flatnonzero(values == v)[np.argsort(points[values == v, 0])]
+              for v in range(m)]
+    start_groups = [np.array([g[k] for g in groups]) for k in range(per_value)][::-1]
+    cost = ReleaseCost(schema=SCHEMA_LINE, points=points)
+    assert bound_of(problem, cost, Fraction(0), start_groups) == pytest.approx(optimum,
+                                                                              abs=1e-7)
+
+
+def test_a_bound_without_class_capacities_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deliberately wrong Lagrangian bound, charging each class's least reduced cost once
+    whatever its rows, exceeds the optimum on the first round: the checks above can fail.
+    Two values, three rows each at one point, far apart in pairs: the start's groups are
+    the worst pairing and every class holds three rows."""
+    points = np.array([[0.0], [0.0], [0.0], [1.0], [1.0], [1.0],
+                       [0.0], [0.0], [0.0], [1.0], [1.0], [1.0]])
+    values = np.array([0] * 6 + [1] * 6)
+    problem = WholeReleaseProblem(points, values, np.zeros(12, np.int64),
+                                  (frozenset({0, 1}),), 2, 2)
+    cost = ReleaseCost(schema=SCHEMA_LINE, points=points)
+    worst = [np.array([i, 9 + i]) for i in range(3)] + [np.array([3 + i, 6 + i])
+                                                       for i in range(3)]
+    weight = rational_weight(1.0)
+    right = separable_bound(problem, cost, Fraction(0), weight, worst,
+                            deadline=time.perf_counter() + 10)
+    assert right.bound == pytest.approx(0.0, abs=1e-9)  # pure pairs cost nothing
+    from republish.models.whole_release_columns import least_of_solution
+
+    monkeypatch.setattr(separable_module, "_solution_least", lambda least, capacity, most:
+                        least_of_solution(np.minimum(least[np.isfinite(least)], 0.0), most))
+    monkeypatch.setattr(separable_module, "CONVERGED", math.inf)  # stop at round one
+    wrong = separable_bound(problem, cost, Fraction(0), weight, worst,
+                            deadline=time.perf_counter() + 10)
+    assert wrong.bound > 1e-6
+
+
+def test_blocks_must_partition_the_qis() -> None:
+    problem = WholeReleaseProblem(np.zeros((2, 2)), np.array([0, 1]), np.full(2, -1), (), 2,
+                                  2)
+    cost = ReleaseCost(schema=SCHEMA_BOX, points=problem.points)
+    with pytest.raises(ValueError, match="partition the QIs"):
+        separable_bound(problem, cost, 0, rational_weight(1.0), [np.array([0, 1])],
+                        deadline=time.perf_counter() + 1, blocks=[[0], [0]])
+    with pytest.raises(TypeError, match="ReleaseCost"):
+        separable_bound(problem, object(), 0, rational_weight(1.0), [np.array([0, 1])],
+                        deadline=time.perf_counter() + 1)
+
+
+def test_a_release_with_old_rows_is_bounded_above_the_pair_bound_at_m_7() -> None:
+    """A later release of seven-value buckets (the case the pair bound, dividing every
+    group's extent among 12 pairs, bounds loosely): the relaxations per QI bound higher."""
+    from republish.models.whole_release_pair_bound import pair_bound
+
+    rng = np.random.default_rng(5)
+    m, per_value = 7, 3
+    signature = frozenset(range(m))
+    values = np.repeat(np.arange(m), per_value)
+    points = np.column_stack([rng.integers(0, 10, len(values)) / 10,
+                              rng.integers(0, 2, len(values)).astype(float)])
+    problem = WholeReleaseProblem(points, values, np.zeros(len(values), np.int64),
+                                  (signature,), m, m)
+    groups = [np.flatnonzero(values == v) for v in range(m)]
+    release = [np.array([g[k] for g in groups]) for k in range(per_value)]
+    cost = ReleaseCost(schema=SCHEMA_BOX, points=points)
+    found = bound_of(problem, cost, Fraction(0), release)
+    assert found > pair_bound(problem, None, Fraction(0)).bound + 1e-6
+    own = float(sum(m * cost.extent(g) for g in release))
+    assert found <= own + 1e-9
+    # no time: no bound, rather than a number the LP never reached
+    late = separable_bound(problem, cost, 0, rational_weight(1.0), release,
+                           deadline=time.perf_counter() - 1.0)
+    assert late.bound == -math.inf and not late.converged
