@@ -70,6 +70,7 @@ import math
 import time
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any, cast
 
 import numpy as np
 
@@ -118,6 +119,7 @@ from republish.models.whole_release_problem import (
     release_problems,
 )
 from republish.models.whole_release_relaxation_ladder import ladder_candidate
+from republish.models.whole_release_separable_bound import separable_bound
 from republish.models.whole_release_subset_bound import (
     SubsetBound,
     planned_size,
@@ -125,6 +127,7 @@ from republish.models.whole_release_subset_bound import (
     subset_seconds,
 )
 from republish.models.whole_release_tables import TABLE_COLUMNS, TabledPricing, table_limit
+from republish.objectives import ReleaseCost
 
 __all__ = [
     "BoxExtent",
@@ -151,6 +154,13 @@ WHOLE_MODEL_ROWS = 2_000
 #: (m = 2: 25.45, 38.32, 35.30 against cycle covers of 22.57, 32.29, 31.18; m = 3 at 1 s:
 #: 57.8-69.8 against 27.6-31.2), and stage 2 needs the time to prove.
 BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
+#: A release with old rows whose columns do not all fit in the table keeps this share of
+#: its budget from stage 2 for the bound from one relaxation per QI
+#: (:mod:`republish.models.whole_release_separable_bound`), run when the answer is not
+#: proven: there column generation by anchors neither converges nor bounds (later releases
+#: of 200 Adult rows at m = 7: pair bounds of 107-163 against releases of 373-391; the
+#: relaxations per QI converge in about 1 s to 243-343).
+SEPARABLE_SHARE = 0.5
 #: A release with old rows whose columns are priced from a table starts its LP from each
 #: row's LATER_START_PER_ROW cheapest columns (POOL_PER_ROW, 10, without old rows). Five
 #: later releases of 200 Adult rows at m = 6 (tables of 540,000-770,000 columns, a round
@@ -369,6 +379,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         columns.add(part)
     start = columns.add(as_matrix(incumbent.groups)).tolist() if incumbent.groups else []
     stage, scip_bound = "TIMEOUT", -math.inf
+    separable: ReleaseCost | None = None  # the QIs of the relaxations per QI, if run
     if len(columns.cost) == 0 and np.isposinf(radius).all():  # no group: all deferred
         stage, scip_bound = "OPTIMAL", 0.0
     elif time_limit - (time.perf_counter() - started) > 0.005:
@@ -376,6 +387,11 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         # table bounds every column: then every pricing round bounds, and better than they
         reserve = 0.0 if pricer.bounds_by_subsets else min(BOUNDS_RESERVE * time_limit,
                                                            BOUNDS_RESERVE_SECONDS)
+        # the relaxations per QI need the perimeter's or NCP's QIs (a ReleaseCost)
+        if problem.has_old_rows and not pricer.covers_all and isinstance(
+                getattr(measure, "cost", None), ReleaseCost):
+            separable = cast(Any, measure).cost
+            reserve += SEPARABLE_SHARE * time_limit
         result = stage2(columns, fams, radius, start, box,
                         max(time_limit - (time.perf_counter() - started) - reserve, 0.005),
                         seed, max_columns, pricing=pricing, pricer=pricer)
@@ -396,6 +412,12 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     else:
         status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
         grace = started + time_limit + min(1.0, 0.1 * time_limit)
+        if separable is not None:  # its share was kept from stage 2
+            per_qi = separable_bound(problem, separable, incumbent.a, weight, best.groups,
+                                     deadline=started + time_limit)
+            scip_bound = max(scip_bound, per_qi.bound)
+            detail += (f"; relaxations per QI: {per_qi.bound:.6g}"
+                       f"{' (converged)' if per_qi.converged else ''}")
         # no cycle cover after a relaxation here: on 1,000-2,000 Adult rows at m = 3 it
         # took 0.8-2.3 s for 58-85, below the row bounds (74-97) and relaxations (148-265)
         bound_b = max(0.0, scip_bound,

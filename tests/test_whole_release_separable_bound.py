@@ -6,6 +6,7 @@ blocks of QIs relaxed jointly bound at least as high as the QIs alone."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from fractions import Fraction
@@ -142,6 +143,9 @@ def test_a_bound_without_class_capacities_fails(monkeypatch: pytest.MonkeyPatch)
     worst = [np.array([i, 9 + i]) for i in range(3)] + [np.array([3 + i, 6 + i])
                                                        for i in range(3)]
     weight = rational_weight(1.0)
+    # the LP starts from the worst pairing alone (not also from the sorted regrouping,
+    # which here is the optimum)
+    monkeypatch.setattr(separable_module, "_sorted_groups", lambda *args: [])
     right = separable_bound(problem, cost, Fraction(0), weight, worst,
                             deadline=time.perf_counter() + 10)
     assert right.bound == pytest.approx(0.0, abs=1e-9)  # pure pairs cost nothing
@@ -191,3 +195,44 @@ def test_a_release_with_old_rows_is_bounded_above_the_pair_bound_at_m_7() -> Non
     late = separable_bound(problem, cost, 0, rational_weight(1.0), release,
                            deadline=time.perf_counter() - 1.0)
     assert late.bound == -math.inf and not late.converged
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(coarse_problems())
+def test_an_unproven_later_release_reports_the_relaxations_per_qi(
+        problem: WholeReleaseProblem) -> None:
+    """Where the table does not hold every column and stage 2 proves nothing (forced
+    here), a later release's bound is the relaxations' per QI: above 0 where they are,
+    never above the exhaustive optimum, and named in the answer's detail."""
+    from unittest import mock
+
+    import republish.models.whole_release as whole_module
+    from republish.models.whole_release_tables import TabledPricing
+
+    if not problem.has_old_rows:
+        return
+    optimum = brute_force(problem)
+    if optimum is None:
+        return
+    cost = ReleaseCost(schema=SCHEMA_BOX, points=problem.points)
+    real_stage2 = whole_module.stage2
+
+    def unproven(*args: object, **kwargs: object) -> object:
+        found = real_stage2(*args, **kwargs)
+        return dataclasses.replace(found, status="FEASIBLE", bound=-math.inf)
+
+    with mock.patch.object(whole_module, "stage2", unproven), \
+            mock.patch.object(TabledPricing, "covers_all", property(lambda self: False)), \
+            mock.patch.object(whole_module, "lower_bound_b", lambda *a, **k: 0.0), \
+            mock.patch.object(whole_module, "cycle_cover_bound", lambda *a, **k: 0.0):
+        answer = solve_whole_release(problem, time_limit=5.0,
+                                     extent=cost.model_extent(lambda rows: 0))
+    if answer.objective_a != optimum[0]:
+        return
+    assert "relaxations per QI" in answer.detail
+    assert answer.status_b != "OPTIMAL"
+    assert answer.bound_b <= optimum[1] + 1e-7
+    groups = start(problem, optimum[0])
+    assert groups is not None
+    assert answer.bound_b == pytest.approx(max(0.0, bound_of(problem, cost, optimum[0],
+                                                             groups)), abs=1e-6)
