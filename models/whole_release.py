@@ -161,6 +161,12 @@ BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
 #: of 200 Adult rows at m = 7: pair bounds of 107-163 against releases of 373-391; the
 #: relaxations per QI converge in about 1 s to 243-343).
 SEPARABLE_SHARE = 0.5
+#: A first release at m >= SEPARABLE_FIRST_M keeps SEPARABLE_FIRST_SHARE for them: its
+#: m-row relaxation is over four-row groups there, and bounds more loosely than they do
+#: (first releases of 200 Adult rows, 10 s: m = 6, 101.4 against 173.0 of a release of
+#: 256.3; m = 7, 41.9 against 242.7 of 387.2; at m = 5 the four-row relaxation bounds
+#: higher, 101.4 against 93.2, and keeps the time).
+SEPARABLE_FIRST_SHARE, SEPARABLE_FIRST_M = 0.2, 6
 #: A release with old rows whose columns are priced from a table starts its LP from each
 #: row's LATER_START_PER_ROW cheapest columns (POOL_PER_ROW, 10, without old rows). Five
 #: later releases of 200 Adult rows at m = 6 (tables of 540,000-770,000 columns, a round
@@ -388,10 +394,12 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         reserve = 0.0 if pricer.bounds_by_subsets else min(BOUNDS_RESERVE * time_limit,
                                                            BOUNDS_RESERVE_SECONDS)
         # the relaxations per QI need the perimeter's or NCP's QIs (a ReleaseCost)
-        if problem.has_old_rows and not pricer.covers_all and isinstance(
-                getattr(measure, "cost", None), ReleaseCost):
+        share = (SEPARABLE_SHARE if problem.has_old_rows else SEPARABLE_FIRST_SHARE
+                 if problem.m >= SEPARABLE_FIRST_M else 0.0)
+        if share and not pricer.covers_all and isinstance(getattr(measure, "cost", None),
+                                                          ReleaseCost):
             separable = cast(Any, measure).cost
-            reserve += SEPARABLE_SHARE * time_limit
+            reserve += share * time_limit
         result = stage2(columns, fams, radius, start, box,
                         max(time_limit - (time.perf_counter() - started) - reserve, 0.005),
                         seed, max_columns, pricing=pricing, pricer=pricer)

@@ -61,8 +61,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SeparableBound", "separable_bound"]
 
-#: Columns added per class and round at most (the best right ends of each class).
-COLUMNS_PER_CLASS = 2
+#: Columns entering the LP per round at most (the most negative).
+ROUND_COLUMNS = 4_000
 #: Relative tolerance under which a round's least reduced costs count as converged.
 CONVERGED = 1e-7
 
@@ -389,7 +389,7 @@ def _block_bound(problem: WholeReleaseProblem, counts: ReleaseCounts, types: _Ty
             converged = True
             break
         found.sort(key=lambda f: f[0])
-        if not add([(key, s) for _, key, s in found[:max(2_000, 4 * len(capacity))]]):
+        if not add([(key, s) for _, key, s in found[:ROUND_COLUMNS]]):
             break  # nothing new: the LP cannot move
     return best, rounds, converged
 
