@@ -70,7 +70,6 @@ import math
 import time
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, cast
 
 import numpy as np
 
@@ -119,7 +118,7 @@ from republish.models.whole_release_problem import (
     release_problems,
 )
 from republish.models.whole_release_relaxation_ladder import ladder_candidate
-from republish.models.whole_release_separable_bound import separable_bound
+from republish.models.whole_release_separable_bound import SeparableBound, separable_bound
 from republish.models.whole_release_subset_bound import (
     SubsetBound,
     planned_size,
@@ -154,14 +153,16 @@ WHOLE_MODEL_ROWS = 2_000
 #: (m = 2: 25.45, 38.32, 35.30 against cycle covers of 22.57, 32.29, 31.18; m = 3 at 1 s:
 #: 57.8-69.8 against 27.6-31.2), and stage 2 needs the time to prove.
 BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
-#: A release with old rows whose columns do not all fit in the table keeps this share of
-#: its budget from stage 2 for the bound from one relaxation per QI
-#: (:mod:`republish.models.whole_release_separable_bound`), run when the answer is not
-#: proven: there column generation by anchors neither converges nor bounds (later releases
-#: of 200 Adult rows at m = 7: pair bounds of 107-163 against releases of 373-391; the
-#: relaxations per QI converge in about 1 s to 243-343).
-SEPARABLE_SHARE = 0.5
-#: A first release at m >= SEPARABLE_FIRST_M keeps SEPARABLE_FIRST_SHARE for them: its
+#: A release with old rows whose columns do not all fit in the table computes the bound
+#: from one relaxation per QI (:mod:`republish.models.whole_release_separable_bound`)
+#: before stage 2, for at most SEPARABLE_SHARE of its budget (stage 2 gets what it leaves):
+#: there column generation by anchors neither converges nor bounds (later releases of 200
+#: Adult rows at m = 7: pair bounds of 107-163 against releases of 359-417; the relaxations
+#: per QI converge in 0.7-1.0 s to 237-343). It runs where that share gives it
+#: SEPARABLE_SECONDS_PER_ROW a row, the time it took to converge there: below, a bound cut
+#: short is far below the pair bound, and stage 2 would lose the time.
+SEPARABLE_SHARE, SEPARABLE_SECONDS_PER_ROW = 0.5, 5e-3
+#: A first release at m >= SEPARABLE_FIRST_M gets them for SEPARABLE_FIRST_SHARE: its
 #: m-row relaxation is over four-row groups there, and bounds more loosely than they do
 #: (first releases of 200 Adult rows, 10 s: m = 6, 101.4 against 173.0 of a release of
 #: 256.3; m = 7, 41.9 against 242.7 of 387.2; at m = 5 the four-row relaxation bounds
@@ -385,7 +386,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         columns.add(part)
     start = columns.add(as_matrix(incumbent.groups)).tolist() if incumbent.groups else []
     stage, scip_bound = "TIMEOUT", -math.inf
-    separable: ReleaseCost | None = None  # the QIs of the relaxations per QI, if run
+    per_qi: SeparableBound | None = None  # the relaxations per QI, where they ran
     if len(columns.cost) == 0 and np.isposinf(radius).all():  # no group: all deferred
         stage, scip_bound = "OPTIMAL", 0.0
     elif time_limit - (time.perf_counter() - started) > 0.005:
@@ -395,11 +396,12 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
                                                            BOUNDS_RESERVE_SECONDS)
         # the relaxations per QI need the perimeter's or NCP's QIs (a ReleaseCost)
         share = (SEPARABLE_SHARE if problem.has_old_rows else SEPARABLE_FIRST_SHARE
-                 if problem.m >= SEPARABLE_FIRST_M else 0.0)
-        if share and not pricer.covers_all and isinstance(getattr(measure, "cost", None),
-                                                          ReleaseCost):
-            separable = cast(Any, measure).cost
-            reserve += share * time_limit
+                 if problem.m >= SEPARABLE_FIRST_M else 0.0) * time_limit
+        cost = getattr(measure, "cost", None)  # the QIs of the perimeter or NCP
+        if share >= SEPARABLE_SECONDS_PER_ROW * len(problem.values) and \
+                not pricer.covers_all and isinstance(cost, ReleaseCost):
+            per_qi = separable_bound(problem, cost, incumbent.a, weight, incumbent.groups,
+                                     deadline=time.perf_counter() + share)
         result = stage2(columns, fams, radius, start, box,
                         max(time_limit - (time.perf_counter() - started) - reserve, 0.005),
                         seed, max_columns, pricing=pricing, pricer=pricer)
@@ -420,9 +422,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     else:
         status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
         grace = started + time_limit + min(1.0, 0.1 * time_limit)
-        if separable is not None:  # its share was kept from stage 2
-            per_qi = separable_bound(problem, separable, incumbent.a, weight, best.groups,
-                                     deadline=started + time_limit)
+        if per_qi is not None:
             scip_bound = max(scip_bound, per_qi.bound)
             detail += (f"; relaxations per QI: {per_qi.bound:.6g}"
                        f"{' (converged)' if per_qi.converged else ''}")

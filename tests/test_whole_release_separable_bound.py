@@ -1,8 +1,7 @@
 """The bound from one relaxation per QI (republish.models.whole_release_separable_bound)
 against the exhaustive optimum of tests/test_whole_release_model.py: never above the least
 (b) of the releases whose (a) is optimal (box and hierarchy extents, the perimeter and
-NCP); exact where the relaxation is (one numeric QI, one bucket: a Monge assignment);
-blocks of QIs relaxed jointly bound at least as high as the QIs alone."""
+NCP); exact where the relaxation is (one numeric QI, one bucket: a Monge assignment)."""
 
 from __future__ import annotations
 
@@ -38,11 +37,11 @@ def start(problem: WholeReleaseProblem, a_star: Fraction, cost: ReleaseCost | No
 
 
 def bound_of(problem: WholeReleaseProblem, cost: ReleaseCost, a_star: Fraction,
-             groups: list[np.ndarray], **kwargs: object) -> float:
+             groups: list[np.ndarray]) -> float:
     found = separable_bound(problem, cost, a_star, rational_weight(problem.deferral_weight),
-                            groups, deadline=time.perf_counter() + 30.0, **kwargs)
+                            groups, deadline=time.perf_counter() + 30.0)
     assert found.converged  # tiny LPs converge: the bound is their value
-    assert found.bound == pytest.approx(sum(found.per_block))
+    assert found.bound == pytest.approx(sum(found.per_qi))
     return found.bound
 
 
@@ -56,11 +55,7 @@ def test_bound_never_exceeds_the_optimum_box(problem: WholeReleaseProblem) -> No
     if groups is None:
         return
     cost = ReleaseCost(schema=SCHEMA_BOX, points=problem.points)  # the reference's box
-    alone = bound_of(problem, cost, optimum[0], groups)
-    assert alone <= optimum[1] + 1e-7
-    # both QIs in one block: a tighter relaxation of the same release problem
-    joint = bound_of(problem, cost, optimum[0], groups, blocks=[[0, 1]])
-    assert alone - 1e-7 <= joint <= optimum[1] + 1e-7
+    assert bound_of(problem, cost, optimum[0], groups) <= optimum[1] + 1e-7
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -75,7 +70,6 @@ def test_bound_never_exceeds_the_optimum_hierarchy(
     if groups is None:
         return
     assert bound_of(problem, cost, optimum[0], groups) <= optimum[1] + 1e-7
-    assert bound_of(problem, cost, optimum[0], groups, blocks=[[1, 0]]) <= optimum[1] + 1e-7
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -159,13 +153,9 @@ def test_a_bound_without_class_capacities_fails(monkeypatch: pytest.MonkeyPatch)
     assert wrong.bound > 1e-6
 
 
-def test_blocks_must_partition_the_qis() -> None:
+def test_the_bound_needs_the_qis_of_a_release_cost() -> None:
     problem = WholeReleaseProblem(np.zeros((2, 2)), np.array([0, 1]), np.full(2, -1), (), 2,
                                   2)
-    cost = ReleaseCost(schema=SCHEMA_BOX, points=problem.points)
-    with pytest.raises(ValueError, match="partition the QIs"):
-        separable_bound(problem, cost, 0, rational_weight(1.0), [np.array([0, 1])],
-                        deadline=time.perf_counter() + 1, blocks=[[0], [0]])
     with pytest.raises(TypeError, match="ReleaseCost"):
         separable_bound(problem, object(), 0, rational_weight(1.0), [np.array([0, 1])],
                         deadline=time.perf_counter() + 1)
