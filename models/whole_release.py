@@ -118,7 +118,7 @@ from republish.models.whole_release_problem import (
     release_problems,
 )
 from republish.models.whole_release_relaxation_ladder import ladder_candidate
-from republish.models.whole_release_separable_bound import SeparableBound, separable_bound
+from republish.models.whole_release_separable_bound import separable_bound
 from republish.models.whole_release_subset_bound import (
     SubsetBound,
     planned_size,
@@ -153,15 +153,15 @@ WHOLE_MODEL_ROWS = 2_000
 #: (m = 2: 25.45, 38.32, 35.30 against cycle covers of 22.57, 32.29, 31.18; m = 3 at 1 s:
 #: 57.8-69.8 against 27.6-31.2), and stage 2 needs the time to prove.
 BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
-#: A release with old rows whose columns do not all fit in the table computes the bound
-#: from one relaxation per QI (:mod:`republish.models.whole_release_separable_bound`)
-#: before stage 2, for at most SEPARABLE_SHARE of its budget (stage 2 gets what it leaves):
-#: there column generation by anchors neither converges nor bounds (later releases of 200
-#: Adult rows at m = 7: pair bounds of 107-163 against releases of 359-417; the relaxations
-#: per QI converge in 0.7-1.0 s to 237-343). It runs where that share gives it
-#: SEPARABLE_SECONDS_PER_ROW a row, the time it took to converge there: below, a bound cut
-#: short is far below the pair bound, and stage 2 would lose the time.
-SEPARABLE_SHARE, SEPARABLE_SECONDS_PER_ROW = 0.5, 5e-3
+#: A release with old rows whose columns do not all fit in a table computes the bound from
+#: one relaxation per QI (:mod:`republish.models.whole_release_separable_bound`) before
+#: the table is built, for at most SEPARABLE_SHARE of its budget (the model gets what it
+#: leaves): there column generation by anchors neither converges nor bounds (later
+#: releases of 200 Adult rows at m = 7: pair bounds of 56-163 against releases of 359-417;
+#: the relaxations per QI converge in 0.7-1.0 s to 237-343, the same releases found). It
+#: runs where that share gives it SEPARABLE_SECONDS_PER_ROW a row: the QIs of few values
+#: converge first (at 1 s, 0.5 s bound those releases by 207-265).
+SEPARABLE_SHARE, SEPARABLE_SECONDS_PER_ROW = 0.5, 1e-3
 #: A first release at m >= SEPARABLE_FIRST_M gets them for SEPARABLE_FIRST_SHARE: its
 #: m-row relaxation is over four-row groups there, and bounds more loosely than they do
 #: (first releases of 200 Adult rows, 10 s: m = 6, 101.4 against 173.0 of a release of
@@ -344,6 +344,17 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
                                          end - time.perf_counter()), seed=seed)
     # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
     # points, which must bound the extent from below (equal for the box extent).
+    # where not every column fits in a table, a later release's column generation (by
+    # anchors) neither converges nor bounds: the relaxations per QI bound it, before the
+    # table takes the time (SEPARABLE_SHARE)
+    share = (SEPARABLE_SHARE if problem.has_old_rows else SEPARABLE_FIRST_SHARE
+             if problem.m >= SEPARABLE_FIRST_M else 0.0) * time_limit
+    room = min(share, started + time_limit - time.perf_counter())
+    cost = getattr(measure, "cost", None)  # the QIs of the perimeter or NCP
+    per_qi = separable_bound(problem, cost, incumbent.a, weight, incumbent.groups,
+                             deadline=time.perf_counter() + room) \
+        if not tabled and isinstance(cost, ReleaseCost) and \
+        room >= SEPARABLE_SECONDS_PER_ROW * len(problem.values) else None
     pricing = pricing_problem(problem, extent, table)
     box = pricing is not None
     width = max([problem.m * 2 - 1, *counts.signature_size.tolist(),
@@ -386,7 +397,6 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         columns.add(part)
     start = columns.add(as_matrix(incumbent.groups)).tolist() if incumbent.groups else []
     stage, scip_bound = "TIMEOUT", -math.inf
-    per_qi: SeparableBound | None = None  # the relaxations per QI, where they ran
     if len(columns.cost) == 0 and np.isposinf(radius).all():  # no group: all deferred
         stage, scip_bound = "OPTIMAL", 0.0
     elif time_limit - (time.perf_counter() - started) > 0.005:
@@ -395,13 +405,6 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         reserve = 0.0 if pricer.bounds_by_subsets else min(BOUNDS_RESERVE * time_limit,
                                                            BOUNDS_RESERVE_SECONDS)
         # the relaxations per QI need the perimeter's or NCP's QIs (a ReleaseCost)
-        share = (SEPARABLE_SHARE if problem.has_old_rows else SEPARABLE_FIRST_SHARE
-                 if problem.m >= SEPARABLE_FIRST_M else 0.0) * time_limit
-        cost = getattr(measure, "cost", None)  # the QIs of the perimeter or NCP
-        if share >= SEPARABLE_SECONDS_PER_ROW * len(problem.values) and \
-                not pricer.covers_all and isinstance(cost, ReleaseCost):
-            per_qi = separable_bound(problem, cost, incumbent.a, weight, incumbent.groups,
-                                     deadline=time.perf_counter() + share)
         result = stage2(columns, fams, radius, start, box,
                         max(time_limit - (time.perf_counter() - started) - reserve, 0.005),
                         seed, max_columns, pricing=pricing, pricer=pricer)

@@ -76,6 +76,11 @@ TABLE_COLUMNS = 3_000_000
 #: proven at 10 s on 4 (in up to 6.3 s), at 3 s on 2; at 20M on 5 (in up to 3.3 s) and
 #: 3-4 (two runs), with a peak of 560 MB instead of 480.
 TABLE_CELLS = 20_000_000
+#: Seconds a tabled column takes to build (enumerate, cost, index): the table is built only
+#: where it can be by the deadline. 770,000 columns of a later release of 200 Adult rows at
+#: m = 6 took 0.28 s, 1.56 million 0.58 s; at m = 7 a family of one table took 0.85 s
+#: started at half a 1 s budget (after the relaxations per QI), ending 0.4 s past it.
+TABLE_SECONDS_PER_COLUMN = 4e-7
 #: The LP's start is taken from this many cheapest columns per row of the table.
 START_POOL = 100
 #: Column generation extends the tabled columns only once fewer than this many per row
@@ -167,7 +172,8 @@ class TabledPricing:
                  deadline: float, limit: int = TABLE_COLUMNS, extend: bool = True) -> None:
         """Tabulate the families of at most ``limit`` columns in all (smallest first),
         and with ``extend`` the all-new family's smallest columns when it is too large
-        (its larger columns then priced by extension). Nothing past ``deadline``."""
+        (its larger columns then priced by extension). Nothing past ``deadline``: no table
+        where its columns would take longer (TABLE_SECONDS_PER_COLUMN)."""
         self.problem, self.rows = problem, len(columns.problem.values)
         sizes = [count_columns(f, columns.counts.is_new) for f in fams]
         tabled, used = [], 0
@@ -193,7 +199,7 @@ class TabledPricing:
             parts.append((family, k))
             tabled.append(f)
         self.table: FamilyTable | None = None
-        if tabled and time.perf_counter() < deadline:
+        if tabled and time.perf_counter() + TABLE_SECONDS_PER_COLUMN * used < deadline:
             # as wide as its largest column, not the model's: every pricing round and the
             # costing pass read each slot (m = 3: three of the model's five)
             width = max(k for _, k in parts)

@@ -192,13 +192,12 @@ def test_a_release_with_old_rows_is_bounded_above_the_pair_bound_at_m_7() -> Non
 @given(coarse_problems())
 def test_an_unproven_later_release_reports_the_relaxations_per_qi(
         problem: WholeReleaseProblem) -> None:
-    """Where the table does not hold every column and stage 2 proves nothing (forced
-    here), a later release's bound is the relaxations' per QI: above 0 where they are,
-    never above the exhaustive optimum, and named in the answer's detail."""
+    """Where no table holds every column and stage 2 proves nothing (both forced here), a
+    later release's bound is the relaxations' per QI: never above the exhaustive optimum,
+    and named in the answer's detail."""
     from unittest import mock
 
     import republish.models.whole_release as whole_module
-    from republish.models.whole_release_tables import TabledPricing
 
     if not problem.has_old_rows:
         return
@@ -213,7 +212,7 @@ def test_an_unproven_later_release_reports_the_relaxations_per_qi(
         return dataclasses.replace(found, status="FEASIBLE", bound=-math.inf)
 
     with mock.patch.object(whole_module, "stage2", unproven), \
-            mock.patch.object(TabledPricing, "covers_all", property(lambda self: False)), \
+            mock.patch.object(whole_module, "TABLE_COLUMNS", 0), \
             mock.patch.object(whole_module, "lower_bound_b", lambda *a, **k: 0.0), \
             mock.patch.object(whole_module, "cycle_cover_bound", lambda *a, **k: 0.0):
         answer = solve_whole_release(problem, time_limit=5.0,
@@ -227,3 +226,33 @@ def test_an_unproven_later_release_reports_the_relaxations_per_qi(
     assert groups is not None
     assert answer.bound_b == pytest.approx(max(0.0, bound_of(problem, cost, optimum[0],
                                                              groups)), abs=1e-6)
+
+
+def test_a_release_whose_columns_all_fit_in_the_table_does_not_run_them() -> None:
+    """Where every column fits in a table, column generation converges and proves: the
+    relaxations per QI keep out of its time. Where not, they run, unless the budget
+    leaves them less than SEPARABLE_SECONDS_PER_ROW a row."""
+    from unittest import mock
+
+    from test_whole_release_model import random_later_release
+
+    import republish.models.whole_release as whole_module
+
+    problem = random_later_release(3, buckets=2, domain=4, most_per_value=2, new=3, grid=5)
+    extent = ReleaseCost(schema=SCHEMA_BOX, points=problem.points).model_extent(
+        lambda rows: 0)
+
+    def solve(table_columns: int, per_row: float = whole_module.SEPARABLE_SECONDS_PER_ROW
+              ) -> tuple[float, int]:
+        spy = mock.Mock(wraps=separable_bound)
+        with mock.patch.object(whole_module, "separable_bound", spy), \
+                mock.patch.object(whole_module, "SEPARABLE_SECONDS_PER_ROW", per_row), \
+                mock.patch.object(whole_module, "TABLE_COLUMNS", table_columns):
+            answer = solve_whole_release(problem, time_limit=5.0, extent=extent)
+        assert answer.status_b == "OPTIMAL"
+        return answer.objective_b, spy.call_count
+
+    optimum, calls = solve(whole_module.TABLE_COLUMNS)
+    assert calls == 0
+    assert solve(0) == (pytest.approx(optimum), 1)  # no table: priced by anchors
+    assert solve(0, per_row=10.0) == (pytest.approx(optimum), 0)  # 10 s a row: no time

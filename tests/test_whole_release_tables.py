@@ -493,3 +493,23 @@ def test_table_cells_cap_keeps_large_tables_out(monkeypatch: pytest.MonkeyPatch)
     assert "tabled" not in capped.detail
     assert capped.status_b == tabled.status_b == "OPTIMAL"
     assert capped.objective_b == pytest.approx(tabled.objective_b, abs=1e-9)
+
+
+def test_no_table_is_built_that_would_end_past_the_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table is built in one piece: where its columns, at TABLE_SECONDS_PER_COLUMN
+    each, would take it past the deadline, it is not built (the families are priced by
+    anchors); with time for it, it is."""
+    import time
+
+    import republish.models.whole_release_tables as tables_module
+
+    problem = first_release(0, 12, 2)
+    counts = ReleaseCounts.of(problem)
+    fams = families(problem, counts, 0)
+    columns = Columns(problem, counts, BoxExtent(problem.points), Fraction(1), 0, 3)
+    built = TabledPricing(problem, columns, fams, deadline=time.perf_counter() + 60.0)
+    assert built.covers_all and built.table is not None
+    monkeypatch.setattr(tables_module, "TABLE_SECONDS_PER_COLUMN", 60.0 / built.tabled)
+    skipped = TabledPricing(problem, columns, fams, deadline=time.perf_counter() + 30.0)
+    assert skipped.table is None and not skipped.covers_all and skipped.rest
