@@ -160,7 +160,7 @@ BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
 #: releases of 200 Adult rows at m = 7: pair bounds of 56-163 against releases of 359-417;
 #: the relaxations per QI converge in 0.7-1.0 s to 237-343, the same releases found). It
 #: runs where that share gives it SEPARABLE_SECONDS_PER_ROW a row: the QIs of few values
-#: converge first (at 1 s, 0.5 s bound those releases by 207-265).
+#: converge first (at 1 s, 0.5 s bound those releases by 217-315).
 SEPARABLE_SHARE, SEPARABLE_SECONDS_PER_ROW = 0.5, 1e-3
 #: A first release at m >= SEPARABLE_FIRST_M gets them for SEPARABLE_FIRST_SHARE: its
 #: m-row relaxation is over four-row groups there, and bounds more loosely than they do
