@@ -125,7 +125,12 @@ from republish.models.whole_release_subset_bound import (
     subset_bound,
     subset_seconds,
 )
-from republish.models.whole_release_tables import TABLE_COLUMNS, TabledPricing, table_limit
+from republish.models.whole_release_tables import (
+    TABLE_COLUMNS,
+    TABLE_SECONDS_PER_COLUMN,
+    TabledPricing,
+    table_limit,
+)
 from republish.objectives import ReleaseCost
 
 __all__ = [
@@ -162,6 +167,8 @@ BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
 #: runs where that share gives it SEPARABLE_SECONDS_PER_ROW a row: the QIs of few values
 #: converge first (at 1 s, 0.5 s bound those releases by 217-315).
 SEPARABLE_SHARE, SEPARABLE_SECONDS_PER_ROW = 0.5, 1e-3
+#: The pricing tables are built by TABLE_SHARE of the budget, or not at all.
+TABLE_SHARE = 0.6
 #: A first release at m >= SEPARABLE_FIRST_M gets them for SEPARABLE_FIRST_SHARE: its
 #: m-row relaxation is over four-row groups there, and bounds more loosely than they do
 #: (first releases of 200 Adult rows, 10 s: m = 6, 101.4 against 173.0 of a release of
@@ -296,7 +303,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     # every column fits in a table: column generation converges in a fraction of a second
     # and the MIPs find incumbents, so the local search only gets a small share
     vectorized = getattr(table, "batch", None) is not None
-    tabled = vectorized and sum(count_columns(f, counts.is_new) for f in fams) <= min(
+    every_column = sum(count_columns(f, counts.is_new) for f in fams)
+    tabled = vectorized and every_column <= min(
         TABLE_COLUMNS, table_limit(max([problem.m * 2 - 1, *counts.signature_size.tolist()])))
     # the all-new family's smallest columns fit in a table: it is priced from tables
     smallest = [dataclasses.replace(f, hi=max(f.lo, 1)) for f in fams if not f.need_old]
@@ -351,9 +359,12 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
              if problem.m >= SEPARABLE_FIRST_M else 0.0) * time_limit
     room = min(share, started + time_limit - time.perf_counter())
     cost = getattr(measure, "cost", None)  # the QIs of the perimeter or NCP
+    # a table that would end past its deadline is not built (TabledPricing) either
+    table_late = time.perf_counter() + TABLE_SECONDS_PER_COLUMN * every_column > \
+        started + TABLE_SHARE * time_limit
     per_qi = separable_bound(problem, cost, incumbent.a, weight, incumbent.groups,
                              deadline=time.perf_counter() + room) \
-        if not tabled and isinstance(cost, ReleaseCost) and \
+        if (not tabled or table_late) and isinstance(cost, ReleaseCost) and \
         room >= SEPARABLE_SECONDS_PER_ROW * len(problem.values) else None
     pricing = pricing_problem(problem, extent, table)
     box = pricing is not None
@@ -364,7 +375,7 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     columns = Columns(problem, counts, table, weight, rhs, width)
     # families whose columns all fit in a table are priced from it (exact, vectorized)
     pricer = TabledPricing(pricing or problem, columns, fams,
-                           deadline=started + 0.6 * time_limit,
+                           deadline=started + TABLE_SHARE * time_limit,
                            limit=min(TABLE_COLUMNS, table_limit(width))
                            if vectorized and (tabled or box) else 0,
                            extend=time_limit - (time.perf_counter() - started) >=

@@ -396,7 +396,7 @@ def separable_bound(problem: WholeReleaseProblem, cost: Any, a_star: Fraction | 
     """Bound (b) over the releases of ``problem`` whose (a) is at most ``a_star`` (module
     docstring). ``cost``: a :class:`~republish.objectives.ReleaseCost` (its QIs and
     normalization); ``groups``: a release of that (a), the LPs' start (deferred rows left
-    out). Each QI gets an equal share of what is left to ``deadline``."""
+    out). The QIs of fewest values go first, each until its LP converges or ``deadline``."""
     from republish.objectives import ReleaseCost
 
     if not isinstance(cost, ReleaseCost):
@@ -409,16 +409,16 @@ def separable_bound(problem: WholeReleaseProblem, cost: Any, a_star: Fraction | 
     most_groups = max(0, (rhs + q * len(problem.values) + credit) // (q * problem.m))
     qis = len(cost.schema.qis)
     per_qi, rounds, converged = [-math.inf] * qis, [0] * qis, True
-    # QIs of few values first (their LPs converge in fewer, cheaper rounds): what they
-    # leave of their share goes to the others
+    # QIs of few values first, each until its LP converges: their LPs converge in fewer,
+    # cheaper rounds, and a deadline too short for every QI still leaves them bounded
+    # (equal shares left none bounded on a later release of 200 Adult rows at m = 6 in
+    # 0.5 s, where sex, education and native-country converge, 201 of its 257)
     order = sorted(range(qis), key=lambda at: len(np.unique(cost.points[:, at])))
-    for done_before, at in enumerate(order):
-        share = (deadline - time.perf_counter()) / (qis - done_before)
+    for at in order:
         types = _Types.of(cost.points[:, at], problem.values, problem.bucket)
         per_qi[at], rounds[at], done = _qi_bound(
             problem, counts, types, _lengths(cost, at, types.coordinates), groups,
-            math.floor(a_star), rhs, weight, most_groups, cost.name != "perimeter",
-            time.perf_counter() + max(share, 0.0))
+            math.floor(a_star), rhs, weight, most_groups, cost.name != "perimeter", deadline)
         converged = converged and done
     # (b)_q >= 0: a QI whose LP has not bounded yet counts 0
     total = float(sum(max(bound, 0.0) for bound in per_qi))

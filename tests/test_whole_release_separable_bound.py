@@ -229,9 +229,9 @@ def test_an_unproven_later_release_reports_the_relaxations_per_qi(
 
 
 def test_a_release_whose_columns_all_fit_in_the_table_does_not_run_them() -> None:
-    """Where every column fits in a table, column generation converges and proves: the
-    relaxations per QI keep out of its time. Where not, they run, unless the budget
-    leaves them less than SEPARABLE_SECONDS_PER_ROW a row."""
+    """Where every column fits in a table built in time, column generation converges and
+    proves: the relaxations per QI keep out of its time. Where not, they run, unless the
+    budget leaves them less than SEPARABLE_SECONDS_PER_ROW a row."""
     from unittest import mock
 
     from test_whole_release_model import random_later_release
@@ -242,11 +242,13 @@ def test_a_release_whose_columns_all_fit_in_the_table_does_not_run_them() -> Non
     extent = ReleaseCost(schema=SCHEMA_BOX, points=problem.points).model_extent(
         lambda rows: 0)
 
-    def solve(table_columns: int, per_row: float = whole_module.SEPARABLE_SECONDS_PER_ROW
+    def solve(table_columns: int, per_row: float = whole_module.SEPARABLE_SECONDS_PER_ROW,
+              per_column: float = whole_module.TABLE_SECONDS_PER_COLUMN
               ) -> tuple[float, int]:
         spy = mock.Mock(wraps=separable_bound)
         with mock.patch.object(whole_module, "separable_bound", spy), \
                 mock.patch.object(whole_module, "SEPARABLE_SECONDS_PER_ROW", per_row), \
+                mock.patch.object(whole_module, "TABLE_SECONDS_PER_COLUMN", per_column), \
                 mock.patch.object(whole_module, "TABLE_COLUMNS", table_columns):
             answer = solve_whole_release(problem, time_limit=5.0, extent=extent)
         assert answer.status_b == "OPTIMAL"
@@ -256,3 +258,6 @@ def test_a_release_whose_columns_all_fit_in_the_table_does_not_run_them() -> Non
     assert calls == 0
     assert solve(0) == (pytest.approx(optimum), 1)  # no table: priced by anchors
     assert solve(0, per_row=10.0) == (pytest.approx(optimum), 0)  # 10 s a row: no time
+    # a table that fits but would end past its deadline (a minute a column): no table
+    # either, so they run
+    assert solve(whole_module.TABLE_COLUMNS, per_column=60.0)[1] == 1
