@@ -59,8 +59,9 @@ reduced-cost fixing enumerates the columns of reduced cost ``<= UB - D`` the sam
 the answer can still be proven optimal. When even pricing has too many candidates, columns
 of a growing radius are priced instead (better columns, no bound). The count plan's
 release and the hint are always columns, so the answer is never worse than either;
-whatever is not proven gets the best valid bound found (LP duality or the cycle-cover
-bound of :func:`whole_release_bound`).
+whatever is not proven gets the best valid bound found (LP duality, the pair bound, the
+cycle-cover bound of :func:`whole_release_bound`, or, where no table holds every column,
+the sum of one relaxation per QI, :mod:`republish.models.whole_release_separable_bound`).
 """
 
 from __future__ import annotations
@@ -158,14 +159,15 @@ WHOLE_MODEL_ROWS = 2_000
 #: (m = 2: 25.45, 38.32, 35.30 against cycle covers of 22.57, 32.29, 31.18; m = 3 at 1 s:
 #: 57.8-69.8 against 27.6-31.2), and stage 2 needs the time to prove.
 BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
-#: A release with old rows whose columns do not all fit in a table computes the bound from
+#: A release with old rows whose columns do not all fit in a table (or whose table would end
+#: past TABLE_SHARE of the budget, TABLE_SECONDS_PER_COLUMN a column) computes the bound from
 #: one relaxation per QI (:mod:`republish.models.whole_release_separable_bound`) before
 #: the table is built, for at most SEPARABLE_SHARE of its budget (the model gets what it
 #: leaves): there column generation by anchors neither converges nor bounds (later
 #: releases of 200 Adult rows at m = 7: pair bounds of 56-163 against releases of 359-417;
 #: the relaxations per QI converge in 0.7-1.0 s to 237-343, the same releases found). It
 #: runs where that share gives it SEPARABLE_SECONDS_PER_ROW a row: the QIs of few values
-#: converge first (at 1 s, 0.5 s bound those releases by 217-315).
+#: converge first (at 1 s, 0.5 s bound those releases by 217-302).
 SEPARABLE_SHARE, SEPARABLE_SECONDS_PER_ROW = 0.5, 1e-3
 #: The pricing tables are built by TABLE_SHARE of the budget, or not at all.
 TABLE_SHARE = 0.6

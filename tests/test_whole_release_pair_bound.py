@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from fractions import Fraction
 from unittest import mock
 
 import numpy as np
@@ -173,9 +174,7 @@ def test_fake_pairings_count_each_counterfeits_partners() -> None:
     assert pair_module.fake_pairings(signatures, 2, set()) == 0.0
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(coarse_problems())
-def test_ncp_bound_never_exceeds_the_ncp_optimum(problem: WholeReleaseProblem) -> None:
+def ncp_optimum(problem: WholeReleaseProblem) -> tuple[Fraction, float] | None:
     """NCP counts real rows, not slots: the exhaustive optimum with group costs
     ``|R|·extent`` (the reference's ``|σ|·extent`` scaled by ``|R|/|σ|``)."""
     original = reference.valid_groups
@@ -187,9 +186,15 @@ def test_ncp_bound_never_exceeds_the_ncp_optimum(problem: WholeReleaseProblem) -
 
     reference.valid_groups = ncp_groups
     try:
-        optimum = brute_force(problem)
+        return brute_force(problem)
     finally:
         reference.valid_groups = original
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(coarse_problems())
+def test_ncp_bound_never_exceeds_the_ncp_optimum(problem: WholeReleaseProblem) -> None:
+    optimum = ncp_optimum(problem)
     if optimum is None:
         return
     cost = ReleaseCost(SCHEMA_BOX, problem.points, "ncp")

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_whole_release_model import brute_force
+from test_whole_release_pair_bound import ncp_optimum
 from test_whole_release_row_bound import coarse_problems, hierarchy_optimum, hierarchy_problems
 
 import republish.models.whole_release_separable_bound as separable_module
@@ -75,23 +76,8 @@ def test_bound_never_exceeds_the_optimum_hierarchy(
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(coarse_problems())
 def test_ncp_bound_never_exceeds_the_ncp_optimum(problem: WholeReleaseProblem) -> None:
-    import test_whole_release_model as reference
-
     ncp = ReleaseCost(schema=SCHEMA_BOX, points=problem.points, name="ncp")
-    original = reference.valid_groups
-
-    def ncp_groups(problem: WholeReleaseProblem) -> dict[int, list[tuple[int, int, float]]]:
-        found = original(problem)
-        # the reference costs |σ|·box; NCP is |R|·box (the bitmask's rows)
-        return {i: [(mask, cf, bin(mask).count("1") * ncp.extent(np.flatnonzero(
-            [(mask >> r) & 1 for r in range(len(problem.values))])))
-                    for mask, cf, _ in options] for i, options in found.items()}
-
-    reference.valid_groups = ncp_groups
-    try:
-        optimum = brute_force(problem)
-    finally:
-        reference.valid_groups = original
+    optimum = ncp_optimum(problem)
     if optimum is None:
         return
     groups = start(problem, optimum[0])
