@@ -122,17 +122,33 @@ class _Master:
     ``λ >= 0``; columns are sets of types (GLOP, re-solved from the last basis)."""
 
     def __init__(self, types: _Types, exact: np.ndarray, rhs: int) -> None:
+        self.multiplicity = types.multiplicity.astype(np.float64)
+        self.exact, self.rhs = exact, rhs
+        self.keys: dict[tuple[int, tuple[int, ...]], int] = {}
+        self.columns: list[tuple[tuple[int, ...], float, int]] = []  # (types, cost, a)
+        self._build()
+
+    def _build(self) -> None:
+        """A GLOP model of the columns so far (it solves from scratch)."""
         solver = pywraplp.Solver.CreateSolver("GLOP")
         if solver is None:  # pragma: no cover - GLOP ships with OR-Tools
             raise RuntimeError("OR-Tools GLOP is not available")
-        self.solver, self.rhs = solver, rhs
-        self.multiplicity = types.multiplicity.astype(np.float64)
-        self.exact = exact
+        self.solver = solver
         self.covers = [solver.Constraint(float(m) if e else -math.inf, float(m))
-                       for m, e in zip(types.multiplicity.tolist(), exact.tolist(), strict=True)]
-        self.spent = solver.Constraint(-math.inf, float(rhs))
+                       for m, e in zip(self.multiplicity.tolist(), self.exact.tolist(),
+                                       strict=True)]
+        self.spent = solver.Constraint(-math.inf, float(self.rhs))
         self.objective = solver.Objective()
-        self.keys: dict[tuple[int, tuple[int, ...]], int] = {}
+        for key, cost, a_coef in self.columns:
+            self._variable(key, cost, a_coef)
+
+    def _variable(self, key: tuple[int, ...], cost: float, a_coef: int) -> None:
+        var = self.solver.NumVar(0.0, math.inf, "")
+        self.objective.SetCoefficient(var, cost)
+        for t in key:
+            self.covers[t].SetCoefficient(var, 1.0)
+        if a_coef:
+            self.spent.SetCoefficient(var, float(a_coef))
 
     def add(self, members: Sequence[tuple[int, ...]], signature: Sequence[int],
             cost: Sequence[float], a_coef: Sequence[int]) -> int:
@@ -143,20 +159,26 @@ class _Master:
             if (s, key) in self.keys:
                 continue
             self.keys[s, key] = len(self.keys)
-            var = self.solver.NumVar(0.0, math.inf, "")
-            self.objective.SetCoefficient(var, float(c))
-            for t in key:
-                self.covers[t].SetCoefficient(var, 1.0)
-            if a:
-                self.spent.SetCoefficient(var, float(a))
+            self.columns.append((key, float(c), int(a)))
+            self._variable(key, float(c), int(a))
             fresh += 1
         return fresh
 
     def duals(self, time_limit: float) -> tuple[np.ndarray, float] | None:
         """The LP's duals ``(y, y_a)`` (``y <= 0`` on ``<=`` rows, ``y_a <= 0``), or None."""
+        started = time.perf_counter()
         self.solver.SetTimeLimit(max(int(time_limit * 1000), 10))
         if self.solver.Solve() != pywraplp.Solver.OPTIMAL:
-            return None
+            # primal simplex from the last basis can end ABNORMAL (a later release of 200
+            # Adult rows at m = 7, education, round 6, 629 columns): once more from scratch
+            left = time_limit - (time.perf_counter() - started)
+            if left <= 0:
+                return None
+            self._build()
+            self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: true")
+            self.solver.SetTimeLimit(max(int(left * 1000), 10))
+            if self.solver.Solve() != pywraplp.Solver.OPTIMAL:
+                return None
         response = linear_solver_pb2.MPSolutionResponse()
         self.solver.FillSolutionResponseProto(response)
         dual = np.array(response.dual_value, dtype=np.float64)

@@ -247,3 +247,33 @@ def test_a_release_whose_columns_all_fit_in_the_table_does_not_run_them() -> Non
     # a table that fits but would end past its deadline (a minute a column): no table
     # either, so they run
     assert solve(whole_module.TABLE_COLUMNS, per_column=60.0)[1] == 1
+
+
+def test_an_abnormal_lp_solve_is_solved_again_from_scratch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """GLOP re-solving from the last basis can end ABNORMAL (seen once on a later release
+    at m = 7): the master is rebuilt and solved from scratch, and the bound is the one an
+    undisturbed run reaches, not a QI left unbounded."""
+    from ortools.linear_solver import pywraplp
+
+    rng = np.random.default_rng(7)
+    m, per_value = 3, 4
+    values = np.repeat(np.arange(m), per_value)
+    points = rng.integers(0, 10, (len(values), 2)) / 10
+    problem = WholeReleaseProblem(points, values, np.zeros(len(values), np.int64),
+                                  (frozenset(range(m)),), m, m)
+    groups = [np.flatnonzero(values == v) for v in range(m)]
+    release = [np.array([g[k] for g in groups]) for k in range(per_value)]
+    cost = ReleaseCost(schema=SCHEMA_BOX, points=points)
+    undisturbed = bound_of(problem, cost, Fraction(0), release)
+    real_solve = pywraplp.Solver.Solve
+    calls = {"n": 0}
+
+    def second_fails(self: pywraplp.Solver) -> int:
+        calls["n"] += 1
+        return pywraplp.Solver.ABNORMAL if calls["n"] == 2 else real_solve(self)
+
+    monkeypatch.setattr(pywraplp.Solver, "Solve", second_fails)
+    assert bound_of(problem, cost, Fraction(0), release) == pytest.approx(undisturbed)
+    assert calls["n"] >= 3  # the failed solve, then the same round again from scratch
+    assert undisturbed > 0
