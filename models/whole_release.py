@@ -96,6 +96,7 @@ from republish.models.whole_release_bound_process import run_beside
 from republish.models.whole_release_columns import (
     POOL_PER_ROW,
     Columns,
+    a_row_rhs,
     initial_columns,
     stage2,
 )
@@ -128,8 +129,8 @@ from republish.models.whole_release_subset_bound import (
 )
 from republish.models.whole_release_tables import (
     TABLE_COLUMNS,
-    TABLE_SECONDS_PER_COLUMN,
     TabledPricing,
+    built_in_time,
     table_limit,
 )
 from republish.objectives import ReleaseCost
@@ -352,28 +353,26 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         incumbent = ladder_candidate(problem, table, subset, incumbent, candidates, weight,
                                      deadline=time.perf_counter() + LADDER_SHARE * (
                                          end - time.perf_counter()), seed=seed)
-    # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
-    # points, which must bound the extent from below (equal for the box extent).
-    # where not every column fits in a table, a later release's column generation (by
+    # where not every column fits in a table (or the table would end past its deadline,
+    # so TabledPricing does not build it), a later release's column generation (by
     # anchors) neither converges nor bounds: the relaxations per QI bound it, before the
     # table takes the time (SEPARABLE_SHARE)
     share = (SEPARABLE_SHARE if problem.has_old_rows else SEPARABLE_FIRST_SHARE
              if problem.m >= SEPARABLE_FIRST_M else 0.0) * time_limit
     room = min(share, started + time_limit - time.perf_counter())
     cost = getattr(measure, "cost", None)  # the QIs of the perimeter or NCP
-    # a table that would end past its deadline is not built (TabledPricing) either
-    table_late = time.perf_counter() + TABLE_SECONDS_PER_COLUMN * every_column > \
-        started + TABLE_SHARE * time_limit
     per_qi = separable_bound(problem, cost, incumbent.a, weight, incumbent.groups,
                              deadline=time.perf_counter() + room) \
-        if (not tabled or table_late) and isinstance(cost, ReleaseCost) and \
+        if (not tabled or not built_in_time(every_column, started + TABLE_SHARE * time_limit)
+            ) and isinstance(cost, ReleaseCost) and \
         room >= SEPARABLE_SECONDS_PER_ROW * len(problem.values) else None
+    # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
+    # points, which must bound the extent from below (equal for the box extent).
     pricing = pricing_problem(problem, extent, table)
     box = pricing is not None
     width = max([problem.m * 2 - 1, *counts.signature_size.tolist(),
                  *(len(g) for c in candidates for g in c.groups)])
-    rhs = int(incumbent.a * weight.denominator) - (weight.numerator * int(counts.is_new.sum())
-                                                   if problem.allow_deferrals else 0)
+    rhs = a_row_rhs(problem, counts, incumbent.a, weight)
     columns = Columns(problem, counts, table, weight, rhs, width)
     # families whose columns all fit in a table are priced from it (exact, vectorized)
     pricer = TabledPricing(pricing or problem, columns, fams,
@@ -417,7 +416,6 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
         # table bounds every column: then every pricing round bounds, and better than they
         reserve = 0.0 if pricer.bounds_by_subsets else min(BOUNDS_RESERVE * time_limit,
                                                            BOUNDS_RESERVE_SECONDS)
-        # the relaxations per QI need the perimeter's or NCP's QIs (a ReleaseCost)
         result = stage2(columns, fams, radius, start, box,
                         max(time_limit - (time.perf_counter() - started) - reserve, 0.005),
                         seed, max_columns, pricing=pricing, pricer=pricer)

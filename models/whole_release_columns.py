@@ -42,6 +42,24 @@ from republish.models.whole_release_restricted import (
 from republish.models.whole_release_tables import TABLE_CHUNK, TabledPricing
 
 
+def a_row_rhs(problem: WholeReleaseProblem, counts: ReleaseCounts, a_star: Fraction | float,
+              weight: Fraction) -> int:
+    """The (a) row's right-hand side for releases of (a) ``<= a_star``: ``q·A*``, less the
+    constant ``p·N_new`` where rows may be deferred (:meth:`Columns.attributes`)."""
+    return int(Fraction(a_star) * weight.denominator) - (
+        weight.numerator * int(counts.is_new.sum()) if problem.allow_deferrals else 0)
+
+
+def most_groups(problem: WholeReleaseProblem, counts: ReleaseCounts, weight: Fraction,
+                rhs: int) -> int:
+    """At most this many columns in any solution: each has ``|σ| >= m`` slots, so by the
+    (a) row ``q·m·G <= q·Σ|σ| <= rhs + q·(rows covered) + p·(new rows covered)``."""
+    p, q = weight.numerator, weight.denominator
+    n, new = len(problem.values), int(counts.is_new.sum())
+    credit = p * new if problem.allow_deferrals else 0
+    return max(0, (rhs + q * n + credit) // (q * problem.m))
+
+
 class Columns:
     """The columns present: rows (``-1`` pads, sorted), attributes, and a Master for them."""
 
@@ -116,12 +134,8 @@ class Columns:
         return np.array([row.tobytes() not in self.index for row in block], dtype=bool)
 
     def most_groups(self) -> int:
-        """At most this many columns in any solution: each has ``|σ| >= m`` slots, so by the
-        (a) row ``q·m·G <= q·Σ|σ| <= rhs + q·(rows covered) + p·(new rows covered)``."""
-        p, q = self.weight.numerator, self.weight.denominator
-        n, new = len(self.problem.values), int(self.counts.is_new.sum())
-        credit = p * new if self.problem.allow_deferrals else 0
-        return max(0, (self.rhs + q * n + credit) // (q * self.problem.m))
+        """At most this many columns in any solution (:func:`most_groups`)."""
+        return most_groups(self.problem, self.counts, self.weight, self.rhs)
 
     def master(self, radius: np.ndarray) -> Master:
         exact = ~(self.counts.is_new & self.problem.allow_deferrals)

@@ -63,7 +63,9 @@ from ortools.linear_solver import (  # type: ignore[attr-defined]
     pywraplp,
 )
 
+from republish.models.whole_release_columns import a_row_rhs, least_of_solution, most_groups
 from republish.models.whole_release_counts import ReleaseCounts, families
+from republish.objectives import ReleaseCost
 
 if TYPE_CHECKING:
     from republish.models.whole_release_problem import WholeReleaseProblem
@@ -394,17 +396,13 @@ def _qi_bound(problem: WholeReleaseProblem, counts: ReleaseCounts, types: _Types
 def _solution_least(least: np.ndarray, capacity: np.ndarray, most_groups: int) -> float:
     """The least reduced costs a solution's columns sum to: at most ``capacity[c]``
     columns of class ``c``, each costing ``>= least[c]``, and ``most_groups`` in all."""
-    from republish.models.whole_release_columns import least_of_solution
-
     finite = np.isfinite(least)
     return least_of_solution(np.repeat(np.minimum(least[finite], 0.0), capacity[finite]),
                              most_groups)
 
 
-def _lengths(cost: Any, at: int, coordinates: np.ndarray) -> np.ndarray:
+def _lengths(cost: ReleaseCost, at: int, coordinates: np.ndarray) -> np.ndarray:
     """QI ``at``'s normalized extent of ``[x_p, x_t]`` for every pair of its coordinates."""
-    from republish.objectives import ReleaseCost
-
     single = ReleaseCost(schema=dataclasses.replace(cost.schema, qis=(cost.schema.qis[at],)),
                          points=cost.points[:, [at]], name=cost.name)
     x = coordinates
@@ -419,16 +417,11 @@ def separable_bound(problem: WholeReleaseProblem, cost: Any, a_star: Fraction | 
     docstring). ``cost``: a :class:`~republish.objectives.ReleaseCost` (its QIs and
     normalization); ``groups``: a release of that (a), the LPs' start (deferred rows left
     out). The QIs of fewest values go first, each until its LP converges or ``deadline``."""
-    from republish.objectives import ReleaseCost
-
     if not isinstance(cost, ReleaseCost):
         raise TypeError(f"separable_bound needs a ReleaseCost, got {type(cost).__name__}")
     counts = ReleaseCounts.of(problem)
-    q, p = weight.denominator, weight.numerator
-    new = int(counts.is_new.sum())
-    rhs = int(Fraction(a_star) * q) - (p * new if problem.allow_deferrals else 0)
-    credit = p * new if problem.allow_deferrals else 0  # Columns.most_groups
-    most_groups = max(0, (rhs + q * len(problem.values) + credit) // (q * problem.m))
+    rhs = a_row_rhs(problem, counts, a_star, weight)
+    groups_at_most = most_groups(problem, counts, weight, rhs)
     qis = len(cost.schema.qis)
     per_qi, rounds, converged = [-math.inf] * qis, [0] * qis, True
     # QIs of few values first, each until its LP converges: their LPs converge in fewer,
@@ -440,7 +433,8 @@ def separable_bound(problem: WholeReleaseProblem, cost: Any, a_star: Fraction | 
         types = _Types.of(cost.points[:, at], problem.values, problem.bucket)
         per_qi[at], rounds[at], done = _qi_bound(
             problem, counts, types, _lengths(cost, at, types.coordinates), groups,
-            math.floor(a_star), rhs, weight, most_groups, cost.name != "perimeter", deadline)
+            math.floor(a_star), rhs, weight, groups_at_most, cost.name != "perimeter",
+            deadline)
         converged = converged and done
     # (b)_q >= 0: a QI whose LP has not bounded yet counts 0
     total = float(sum(max(bound, 0.0) for bound in per_qi))

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from republish.models.whole_release_columns import Columns
 
 __all__ = ["TABLE_CHUNK", "FamilyTable", "TabledPricing", "all_columns",
-           "all_columns_and_extents", "table_limit"]
+           "all_columns_and_extents", "built_in_time", "table_limit"]
 
 #: Columns tabulated at most, over all families (about 40 bytes each with their costs):
 #: the first release of 200 Adult rows has 949,000 at m = 2 and 931,000 triples at m = 3
@@ -88,6 +88,12 @@ START_POOL = 100
 EXTEND_BELOW = 1.0
 #: A pricing round returns each anchor's best columns and the best ones overall.
 PER_ANCHOR, OVERALL = 5, 2_000
+
+
+def built_in_time(columns: int, deadline: float) -> bool:
+    """Whether a table of ``columns`` columns, built in one piece, ends by ``deadline``
+    (TABLE_SECONDS_PER_COLUMN a column)."""
+    return time.perf_counter() + TABLE_SECONDS_PER_COLUMN * columns < deadline
 
 
 def table_limit(width: int) -> int:
@@ -199,7 +205,7 @@ class TabledPricing:
             parts.append((family, k))
             tabled.append(f)
         self.table: FamilyTable | None = None
-        if tabled and time.perf_counter() + TABLE_SECONDS_PER_COLUMN * used < deadline:
+        if tabled and built_in_time(used, deadline):
             # as wide as its largest column, not the model's: every pricing round and the
             # costing pass read each slot (m = 3: three of the model's five)
             width = max(k for _, k in parts)
