@@ -172,7 +172,10 @@ def _release_args(store: Path, out: Path, data: Path, seed: int) -> list[str]:
 
 
 def _history(store: Path) -> int:
-    connection = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    # Opened read-write, as the next republish command opens it: a kill inside a
+    # transaction leaves a hot journal, which SQLite rolls back on the first read, and a
+    # read-only connection cannot ("attempt to write a readonly database").
+    connection = sqlite3.connect(store)
     try:
         return int(connection.execute("SELECT COUNT(*) FROM releases").fetchone()[0])
     finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -43,3 +44,26 @@ def test_ten_kills_leave_a_consistent_store_and_recoverable_files(tmp_path: Path
     # the kill landed after the commit and before the files were marked in place
     assert facts["killed_between_commit_and_files_marked"] >= 1
     assert any(t.after == t.before for t in trials)  # and before the commit
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
+def test_history_is_read_after_a_kill_that_left_a_hot_journal(tmp_path: Path) -> None:
+    # A kill inside a write transaction leaves a hot rollback journal; the trials' history
+    # count must roll it back (as the next command does) rather than fail on it.
+    crash = load_benchmark()
+    store = tmp_path / "s.db"
+    writer = (
+        "import os, signal, sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('CREATE TABLE releases (number INTEGER PRIMARY KEY, blob BLOB)')\n"
+        "c.execute('INSERT INTO releases (blob) VALUES (zeroblob(1000))')\n"
+        "c.execute('PRAGMA cache_size = 1')\n"
+        "c.execute('BEGIN')\n"
+        "for _ in range(200):\n"
+        "    c.execute('INSERT INTO releases (blob) VALUES (zeroblob(4000))')\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    subprocess.run([sys.executable, "-c", writer, str(store)], check=False)
+    journal = tmp_path / "s.db-journal"
+    assert journal.is_file() and journal.stat().st_size > 0
+    assert crash._history(store) == 1
