@@ -65,6 +65,7 @@ from ortools.linear_solver import (  # type: ignore[attr-defined]
 
 from republish.models.whole_release_columns import a_row_rhs, least_of_solution, most_groups
 from republish.models.whole_release_counts import ReleaseCounts, families
+from republish.models.whole_release_interval_pricing import IntervalFamily, price_families
 from republish.objectives import ReleaseCost
 
 if TYPE_CHECKING:
@@ -193,108 +194,16 @@ class _Master:
         return y, min(float(dual[rows]), 0.0)
 
 
-@dataclass(frozen=True)
-class _Family:
-    """A family's pools as type arrays, its row counts ``lo..hi`` and ``|σ|`` (0: all new,
-    ``max(m, k)``)."""
-
-    pools: tuple[np.ndarray, ...]
-    lo: int
-    hi: int
-    signature: int
-
-
 def _family_types(problem: WholeReleaseProblem, counts: ReleaseCounts, cf_max: int,
-                  types: _Types) -> list[_Family]:
+                  types: _Types) -> list[IntervalFamily]:
     found = []
     for family in families(problem, counts, cf_max):
         pools = tuple(np.unique(types.of_row[pool]) for pool in family.pools if len(pool))
         if pools and family.lo <= min(family.hi, len(pools)):  # else it has no column
-            found.append(_Family(pools, family.lo, min(family.hi, len(pools)),
-                                 family.signature))
+            positions = len(np.unique(types.position[np.concatenate(pools)]))
+            found.append(IntervalFamily(pools, family.lo, min(family.hi, len(pools)),
+                                        family.signature, positions))
     return found
-
-
-def _sweep(family: _Family, types: _Types, w: np.ndarray, extent: np.ndarray, slot: float,
-           m: int, ncp: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One dimension: for every class ``(p, pool j)`` of the family (``p`` a position of
-    the swept QI holding a type of pool ``j`` with finite ``w``), the least reduced cost
-    of a column whose least swept coordinate is ``x_p`` there, and that column's types
-    (``extent[p, t]``: the box's extent with ``x_p..x_t``). Returns ``(present, least,
-    members)``: ``least`` ``(len(present), pools)``, ``members`` ``(len(present), pools,
-    hi)`` type indices, ``-1`` pads."""
-    n_pool = len(family.pools)
-    best = np.full((len(types.coordinates), n_pool), -np.inf)  # B[p, j] and its type
-    chosen = np.full((len(types.coordinates), n_pool), -1, np.int64)
-    for j, pool in enumerate(family.pools):
-        order = pool[np.argsort(w[pool], kind="stable")]  # the best last: it is kept
-        best[types.position[order], j] = w[order]
-        chosen[types.position[order], j] = order
-    present = np.flatnonzero(np.isfinite(best).any(axis=1))
-    best, chosen = best[present], chosen[present]
-    positions = len(present)
-    # S[p, t, j]: pool j's best over [x_p, x_t] (t >= p), at position `source`
-    span = np.full((positions, positions, n_pool), -np.inf)
-    source = np.zeros((positions, positions, n_pool), np.int64)
-    steps = np.arange(positions)[:, None]
-    for p in range(positions):
-        span[p, p:] = np.maximum.accumulate(best[p:], axis=0)
-        source[p, p:] = p + np.maximum.accumulate(np.where(best[p:] == span[p, p:],
-                                                           steps[:positions - p], 0), axis=0)
-    ordered = -np.sort(-span, axis=2)
-    with np.errstate(invalid="ignore"):
-        prefix = np.concatenate([np.zeros((positions, positions, 1)),
-                                 np.cumsum(ordered, axis=2)], axis=2)
-    extent = extent[np.ix_(present, present)]
-    sizes = np.arange(family.lo, family.hi + 1)
-    sigma = np.full(len(sizes), family.signature, np.float64) if family.signature else \
-        np.maximum(m, sizes).astype(np.float64)
-    charged = sizes.astype(np.float64) if ncp else sigma
-    fixed = charged[None, None, :] * extent[:, :, None] + sigma[None, None, :] * slot
-    least = np.full((positions, n_pool), np.inf)
-    members = np.full((positions, n_pool, family.hi), -1, np.int64)
-    lower = ~np.triu(np.ones((positions, positions), bool))
-    rows = np.arange(positions)
-    for j in range(n_pool):
-        anchor = best[:, j]
-        if not np.isfinite(anchor).any():
-            continue
-        here = span[:, :, j]
-        greater = (span > here[:, :, None]).sum(axis=2)  # pool j's rank among the others
-        others = np.empty((positions, positions, len(sizes)))
-        with np.errstate(invalid="ignore"):
-            for r, top in enumerate((sizes - 1).tolist()):  # the best k - 1 other pools
-                others[:, :, r] = np.where(greater >= top, prefix[:, :, top],
-                                           prefix[:, :, top + 1] - here)
-            rc = fixed - (anchor[:, None, None] + others)
-        rc[np.isnan(rc) | lower[:, :, None]] = np.inf
-        flat = rc.reshape(positions, -1)
-        at = flat.argmin(axis=1)
-        least[:, j] = np.where(np.isfinite(anchor), flat[rows, at], np.inf)
-        right, size = np.divmod(at, len(sizes))
-        # the column: pool j's best type at x_p, then the other pools by their best in
-        # [x_p, x_t], the first k - 1 of them (the order of `prefix`)
-        value = span[rows, right]  # (P, pools)
-        rank = np.argsort(-value, axis=1, kind="stable")
-        rank = rank[rank != j].reshape(positions, n_pool - 1)
-        picked = chosen[source[rows, right][rows[:, None], rank], rank]
-        keep = np.arange(n_pool - 1)[None, :] < (sizes[size] - 1)[:, None]
-        members[:, j, 0] = chosen[:, j]
-        width = min(n_pool - 1, family.hi - 1)
-        members[:, j, 1:1 + width] = np.where(keep, picked, -1)[:, :width]
-    return present, least, members
-
-
-def _price_family(family: _Family, types: _Types, w: np.ndarray, lengths: np.ndarray,
-                  slot: float, m: int, ncp: bool
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every class of the family (``value·P + position``) with its least reduced cost and
-    a column reaching it (``(class, least, members)``, ``-1`` pads; :func:`_sweep`)."""
-    present, least, members = _sweep(family, types, w, lengths, slot, m, ncp)
-    value = np.array([int(types.value[pool[0]]) for pool in family.pools])
-    where = np.nonzero(np.isfinite(least))
-    return value[where[1]] * len(types.coordinates) + present[where[0]], least[where], \
-        members[where]
 
 
 def _sorted_groups(problem: WholeReleaseProblem, groups: Sequence[np.ndarray],
@@ -372,15 +281,13 @@ def _qi_bound(problem: WholeReleaseProblem, counts: ReleaseCounts, types: _Types
         w = y - y_a * weight.denominator - y_a * (weight.numerator if deferrals else 0) * (
             types.bucket < 0)
         least = np.full(len(capacity), np.inf)
-        found: list[tuple[float, tuple[int, ...], int]] = []
-        for family in fams:
-            at, value, members = _price_family(family, types, w, lengths,
-                                               -y_a * weight.denominator, problem.m, ncp)
-            np.minimum.at(least, at, value)
-            for c in np.flatnonzero(value < -1e-9).tolist():
-                row = members[c]
-                found.append((float(value[c]), tuple(sorted(row[row >= 0].tolist())),
-                              family.signature))
+        priced = price_families(fams, types.position, types.value, len(types.coordinates),
+                                w, lengths, -y_a * weight.denominator, problem.m, ncp)
+        np.minimum.at(least, priced.classes, priced.least)
+        found = [(float(priced.least[c]), tuple(sorted(row[row >= 0].tolist())),
+                  int(priced.signature[c]))
+                 for c in np.flatnonzero(priced.least < -1e-9).tolist()
+                 for row in (priced.members[c],)]
         rounds += 1
         rest = _solution_least(least, capacity, most_groups)
         best = max(best, float(y @ master.multiplicity + y_a * rhs) + rest)
