@@ -120,7 +120,7 @@ from republish.models.whole_release_problem import (
     release_problems,
 )
 from republish.models.whole_release_relaxation_ladder import ladder_candidate
-from republish.models.whole_release_separable_bound import separable_bound
+from republish.models.whole_release_separable_bound import SeparableBound, separable_bound
 from republish.models.whole_release_subset_bound import (
     SubsetBound,
     planned_size,
@@ -170,8 +170,18 @@ BOUNDS_RESERVE, BOUNDS_RESERVE_SECONDS = 0.1, 0.2
 #: runs where that share gives it SEPARABLE_SECONDS_PER_ROW a row: the QIs of few values
 #: converge first (at 1 s, 0.5 s bound those releases by 217-302).
 SEPARABLE_SHARE, SEPARABLE_SECONDS_PER_ROW = 0.5, 1e-3
-#: The pricing tables are built by TABLE_SHARE of the budget, or not at all.
-TABLE_SHARE = 0.6
+#: The pricing tables are built by TABLE_SHARE of the budget, or not at all. A table that
+#: would end past SEPARABLE_TABLE_SHARE leaves the LP too few rounds to bound, and the
+#: relaxations per QI run instead: later releases of 200 Adult rows at m = 6 (seed 2) whose
+#: tables of 1.1-1.3 million columns ended at 0.5-0.6 s of 1 s reported no bound at all,
+#: where tables of up to 650,000 columns prove at 1 s (seed 1).
+TABLE_SHARE, SEPARABLE_TABLE_SHARE = 0.6, 0.35
+#: With ``workers >= 2`` the relaxations per QI run in a second process beside the model
+#: until SEPARABLE_BESIDE_MARGIN of the budget is left (its answer travels through a pipe),
+#: and the model keeps the whole budget: in one process their half of a 1 s budget bounds
+#: later releases at m = 7 by 217-302, converged 237-343 (session 25), and three quarters
+#: raised (b) by 3-6 % on four of five later releases at m = 6 (seed 2).
+SEPARABLE_BESIDE_MARGIN = 0.05
 #: A first release at m >= SEPARABLE_FIRST_M gets them for SEPARABLE_FIRST_SHARE: its
 #: m-row relaxation is over four-row groups there, and bounds more loosely than they do
 #: (first releases of 200 Adult rows, 10 s: m = 6, 101.4 against 173.0 of a release of
@@ -361,11 +371,19 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
              if problem.m >= SEPARABLE_FIRST_M else 0.0) * time_limit
     room = min(share, started + time_limit - time.perf_counter())
     cost = getattr(measure, "cost", None)  # the QIs of the perimeter or NCP
+    separable = (not tabled or not built_in_time(
+        every_column, started + SEPARABLE_TABLE_SHARE * time_limit)) and isinstance(
+        cost, ReleaseCost) and room >= SEPARABLE_SECONDS_PER_ROW * len(problem.values)
+    # with a second core they run beside the model for the whole budget, which keeps its
+    # own (SEPARABLE_BESIDE_MARGIN)
+    separable_beside = run_beside(
+        separable_bound, problem, cost, incumbent.a, weight, incumbent.groups,
+        deadline=started + (1 - SEPARABLE_BESIDE_MARGIN) * time_limit, report="report",
+        accepts=lambda answer: isinstance(answer, SeparableBound)) \
+        if separable and workers >= 2 and beside is None else None
     per_qi = separable_bound(problem, cost, incumbent.a, weight, incumbent.groups,
                              deadline=time.perf_counter() + room) \
-        if (not tabled or not built_in_time(every_column, started + TABLE_SHARE * time_limit)
-            ) and isinstance(cost, ReleaseCost) and \
-        room >= SEPARABLE_SECONDS_PER_ROW * len(problem.values) else None
+        if separable and separable_beside is None else None
     # Missing columns are enumerated, priced and bounded by their box extent on `pricing`'s
     # points, which must bound the extent from below (equal for the box extent).
     pricing = pricing_problem(problem, extent, table)
@@ -436,6 +454,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
     else:
         status_b = "FEASIBLE" if best.source == "model" else "HEURISTIC"
         grace = started + time_limit + min(1.0, 0.1 * time_limit)
+        if separable_beside is not None:  # its bounds so far came as they rose
+            per_qi = separable_beside.collect(started + time_limit)
         if per_qi is not None:
             scip_bound = max(scip_bound, per_qi.bound)
             detail += (f"; relaxations per QI: {per_qi.bound:.6g}"
@@ -450,6 +470,8 @@ def solve_whole_release(problem: WholeReleaseProblem, *, time_limit: float, work
                       if len(problem.values) <= CYCLE_COVER_ROWS and (
                           not pricer.bounds_by_subsets or scip_bound <= 0) and (
                           subset is None or not math.isfinite(subset.bound)) else 0.0)
+    if separable_beside is not None and status_b == "OPTIMAL":  # proven: nothing to wait for
+        separable_beside.collect(time.perf_counter())
     if beside is not None:  # the relaxation beside has had the budget (a proven release
         # waits for nothing); its bounds so far came as they rose
         subset = beside.collect(time.perf_counter() if status_b == "OPTIMAL" else

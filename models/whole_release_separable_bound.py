@@ -52,7 +52,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -318,12 +318,15 @@ def _lengths(cost: ReleaseCost, at: int, coordinates: np.ndarray) -> np.ndarray:
 
 
 def separable_bound(problem: WholeReleaseProblem, cost: Any, a_star: Fraction | float,
-                    weight: Fraction, groups: Sequence[np.ndarray], *, deadline: float
+                    weight: Fraction, groups: Sequence[np.ndarray], *, deadline: float,
+                    report: Callable[[SeparableBound], object] | None = None
                     ) -> SeparableBound:
     """Bound (b) over the releases of ``problem`` whose (a) is at most ``a_star`` (module
     docstring). ``cost``: a :class:`~republish.objectives.ReleaseCost` (its QIs and
     normalization); ``groups``: a release of that (a), the LPs' start (deferred rows left
-    out). The QIs of fewest values go first, each until its LP converges or ``deadline``."""
+    out). The QIs of fewest values go first, each until its LP converges or ``deadline``;
+    ``report`` receives the bound so far after each QI (a bound computed in a second
+    process sends it through its pipe)."""
     if not isinstance(cost, ReleaseCost):
         raise TypeError(f"separable_bound needs a ReleaseCost, got {type(cost).__name__}")
     counts = ReleaseCounts.of(problem)
@@ -343,6 +346,12 @@ def separable_bound(problem: WholeReleaseProblem, cost: Any, a_star: Fraction | 
             math.floor(a_star), rhs, weight, groups_at_most, cost.name != "perimeter",
             deadline)
         converged = converged and done
+        if report is not None:
+            report(_total(per_qi, rounds, converged and at == order[-1]))
+    return _total(per_qi, rounds, converged)
+
+
+def _total(per_qi: list[float], rounds: list[int], converged: bool) -> SeparableBound:
     # (b)_q >= 0: a QI whose LP has not bounded yet counts 0
-    total = float(sum(max(bound, 0.0) for bound in per_qi))
-    return SeparableBound(total, tuple(per_qi), tuple(rounds), converged)
+    return SeparableBound(float(sum(max(bound, 0.0) for bound in per_qi)), tuple(per_qi),
+                          tuple(rounds), converged)

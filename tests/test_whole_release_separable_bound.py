@@ -244,6 +244,66 @@ def test_a_release_whose_columns_all_fit_in_the_table_does_not_run_them() -> Non
     # a table that fits but would end past its deadline (a minute a column): not built,
     # so they run (and the model proves the release without it)
     assert solve(whole_module.TABLE_COLUMNS, per_column=60.0)[1] == 1
+    # a table built in time that would leave the LP too few rounds: they run as well
+    with mock.patch.object(whole_module, "SEPARABLE_TABLE_SHARE", 0.0):
+        assert solve(whole_module.TABLE_COLUMNS) == (pytest.approx(optimum), 1)
+
+
+def test_with_two_workers_they_run_beside_the_model_and_bound_the_release() -> None:
+    """With ``workers=2`` the relaxations per QI run in a second process: the model's own
+    process never computes them, and the unproven release reports their converged bound,
+    the one computed in the process from the release's own groups."""
+    from unittest import mock
+
+    from test_whole_release_model import random_later_release
+
+    import republish.models.whole_release as whole_module
+
+    problem = random_later_release(11, buckets=2, domain=4, most_per_value=2, new=3, grid=5)
+    cost = ReleaseCost(schema=SCHEMA_BOX, points=problem.points)
+    real_stage2 = whole_module.stage2
+
+    def unproven(*args: object, **kwargs: object) -> object:
+        found = real_stage2(*args, **kwargs)
+        return dataclasses.replace(found, status="FEASIBLE", bound=-math.inf)
+
+    spy = mock.Mock(wraps=separable_bound)  # calls in the child are not counted here
+    with mock.patch.object(whole_module, "stage2", unproven), \
+            mock.patch.object(whole_module, "separable_bound", spy), \
+            mock.patch.object(whole_module, "TABLE_COLUMNS", 0), \
+            mock.patch.object(whole_module, "lower_bound_b", lambda *a, **k: 0.0), \
+            mock.patch.object(whole_module, "cycle_cover_bound", lambda *a, **k: 0.0):
+        answer = solve_whole_release(problem, time_limit=3.0, workers=2,
+                                     extent=cost.model_extent(lambda rows: 0))
+    assert spy.call_count == 0
+    assert answer.status_a == "OPTIMAL" and answer.status_b != "OPTIMAL"
+    assert "relaxations per QI" in answer.detail and "(converged)" in answer.detail
+    own = bound_of(problem, cost, Fraction(answer.objective_a).limit_denominator(1000),
+                   list(answer.groups))
+    assert own > 0.0
+    assert answer.bound_b == pytest.approx(own, abs=1e-6)
+    assert answer.bound_b <= answer.objective_b + 1e-9
+
+
+def test_each_qi_is_reported_as_it_converges() -> None:
+    """``report`` receives the bound after each QI, rising to the returned one."""
+    rng = np.random.default_rng(3)
+    m, per_value = 3, 3
+    values = np.repeat(np.arange(m), per_value)
+    points = rng.integers(0, 10, (len(values), 3)) / 10
+    problem = WholeReleaseProblem(points, values, np.zeros(len(values), np.int64),
+                                  (frozenset(range(m)),), m, m)
+    groups = [np.array([np.flatnonzero(values == v)[k] for v in range(m)])
+              for k in range(per_value)]
+    schema = Schema("id", "sa", tuple(QIAttribute(f"x{i}", "numeric") for i in range(3)))
+    cost = ReleaseCost(schema=schema, points=points)
+    reports: list[object] = []
+    found = separable_bound(problem, cost, 0, rational_weight(1.0), groups,
+                            deadline=time.perf_counter() + 30.0, report=reports.append)
+    assert len(reports) == 3
+    bounds = [r.bound for r in reports]  # type: ignore[attr-defined]
+    assert bounds == sorted(bounds) and bounds[-1] == found.bound > bounds[0]
+    assert [r.converged for r in reports] == [False, False, True]  # type: ignore[attr-defined]
 
 
 def test_an_abnormal_lp_solve_is_solved_again_from_scratch(

@@ -290,7 +290,8 @@ class Store:
         ``"local-signatures"`` (a few dozen signatures chosen by locality) or ``"compact"``
         (locality-first groups).
         ``workers``: cores the exact models may use (CP-SAT's workers; from 2, a release
-        above 2,000 rows computes its bound on (b) in a second process beside its search).
+        above 2,000 rows computes its bound on (b) in a second process beside its search,
+        as does a smaller later release whose columns do not fit in a table).
         """
         warn_share = validate_share(warn_share)
         opened = self._store

@@ -129,7 +129,8 @@ def compare(
                           "workers, and from 2 a release above 2,000 rows computes its bound "
                           "on the generalization cost in a second process beside its search, "
                           "as does a first release whose m-row relaxation would not get "
-                          "its time in the process.")
+                          "its time in the process, and a smaller later release whose "
+                          "columns do not fit in a table.")
     ] = 1,
     eligibility: Annotated[
         Eligibility,

@@ -201,7 +201,8 @@ def release(
                      "and from 2 a release above 2,000 rows computes its bound on the "
                      "generalization cost in a second process beside its search, as does a "
                      "first release whose m-row relaxation would not get its time in the "
-                     "process (a tighter certificate and a longer search in the same wall "
+                     "process, and a smaller later release whose columns do not fit in a "
+                     "table (a tighter certificate and a longer search in the same wall "
                      "time)."),
     ] = 1,
     cost: Annotated[
