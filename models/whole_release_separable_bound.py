@@ -23,10 +23,11 @@ type's dual part: :mod:`republish.models.whole_release_bound`'s reduced cost, th
 ``q`` per filled slot folded into ``w`` (``-p`` per new row where rows may be deferred).
 For every ``p``, ``t`` and anchor value ``v`` at ``x_p``, the best column takes value
 ``v``'s best type at ``x_p`` and the best ``k - 1`` other values' best types in ``[x_p,
-x_t]``: ``O(P²·V·k)`` per family, whatever the number of rows. A bucket family's columns
-are priced, and enter the LP, without the rule that they hold an old row: the relaxation is
-of a problem with more columns, so its bounds are only lower (such a column of ``k =
-|σ_b|`` rows is an all-new group of that signature anyway).
+x_t]``: ``O(P²·V·k)`` per family, whatever the number of rows
+(:mod:`republish.models.whole_release_interval_pricing`, families of one shape at once).
+A bucket family's columns are priced, and enter the LP, without the rule that they hold an
+old row: the relaxation is of a problem with more columns, so its bounds are only lower
+(such a column of ``k = |σ_b|`` rows is an all-new group of that signature anyway).
 
 **The Lagrangian bound** of a round with duals ``(y, y_a)``: ``yᵀb + y_a·rhs +`` the least
 reduced costs a solution's columns can sum to. A column's *class* is the value and
