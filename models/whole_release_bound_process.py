@@ -39,6 +39,7 @@ import numpy as np
 
 from republish.models.whole_release_counts import Extent
 from republish.models.whole_release_pair_bound import lower_bound_b
+from republish.models.whole_release_separable_bound import SeparableBound, separable_bound
 
 if TYPE_CHECKING:
     from republish.models.whole_release_problem import WholeReleaseProblem
@@ -117,8 +118,37 @@ def _is_number(value: object) -> bool:
 
 def bound_beside(problem: WholeReleaseProblem, extent: Extent | None, a_star: float | Fraction,
                  weight: Fraction, *, deadline: float, weights_deadline: float,
-                 groups: Sequence[np.ndarray] | None = None) -> Pending | None:
+                 groups: Sequence[np.ndarray] | None = None, cost: object = None,
+                 separable_deadline: float | None = None) -> Pending | None:
     """Start :func:`~republish.models.whole_release_pair_bound.lower_bound_b` with these
-    arguments in a forked child process (:func:`run_beside`); its answer is a float."""
-    return run_beside(lower_bound_b, problem, extent, a_star, weight, accepts=_is_number,
-                      deadline=deadline, weights_deadline=weights_deadline, groups=groups)
+    arguments in a forked child process (:func:`run_beside`); its answer is a float. With
+    ``separable_deadline`` the relaxations per QI
+    (:func:`~republish.models.whole_release_separable_bound.separable_bound`, over
+    ``cost``'s QIs) run first, until then, and the answer is the larger bound; each QI's
+    progress is sent as it comes, so a child stopped later still answers with it."""
+    if separable_deadline is None:
+        return run_beside(lower_bound_b, problem, extent, a_star, weight, accepts=_is_number,
+                          deadline=deadline, weights_deadline=weights_deadline,
+                          groups=groups)
+    return run_beside(_separable_then_pairs, problem, extent, cost, a_star, weight,
+                      accepts=_is_number, report="report", deadline=deadline,
+                      separable_deadline=separable_deadline, groups=groups)
+
+
+def _separable_then_pairs(problem: WholeReleaseProblem, extent: Extent | None, cost: object,
+                          a_star: float | Fraction, weight: Fraction, *, deadline: float,
+                          separable_deadline: float, groups: Sequence[np.ndarray] | None,
+                          report: Callable[[float], object]) -> float:
+    best = 0.0
+
+    def rose(found: SeparableBound) -> None:
+        nonlocal best
+        if found.bound > best:
+            best = found.bound
+            report(best)
+
+    if groups is not None:
+        separable_bound(problem, cost, a_star, weight, groups, deadline=separable_deadline,
+                        report=rose)
+    return max(best, lower_bound_b(problem, extent, a_star, weight, deadline=deadline,
+                                   weights_deadline=deadline, groups=groups))

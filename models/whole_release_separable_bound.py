@@ -76,11 +76,15 @@ __all__ = ["SeparableBound", "separable_bound"]
 
 #: Columns entering the LP per round at most (the most negative).
 ROUND_COLUMNS = 4_000
-#: Above this many types every LP is solved by dual simplex from scratch: where primal
-#: simplex from the last basis (quicker on small LPs: 0.84-0.93 s against 0.93-1.09 s for
-#: later releases of 200 Adult rows at m = 7) stalls. 3,772 types of a release of 20,000
-#: Adult rows on age, 31,000 columns: 11.2 s a solve against 3.2 s.
-DUAL_SIMPLEX_TYPES = 1_000
+#: GLOP's parameters for every solve but an ABNORMAL one's repetition: primal simplex from
+#: the last basis (new columns keep it primal feasible), without presolve, which otherwise
+#: transforms the LP anew and leaves little of the basis (session 25 measured primal simplex
+#: with presolve at 11.2 s a solve against 3.2 s for dual simplex from scratch on 3,772 types
+#: of a release of 20,000 Adult rows, and solved such LPs by the latter). Without presolve
+#: the relaxations of that release (m = 3, release 4) converge in 19 s instead of 200 s
+#: (GLOP 12 s of it instead of 175 s), release 2's in 6 s instead of 20 s; on later releases
+#: of 200 rows the times are the same (0.5-1.0 s).
+WARM_PARAMETERS = "use_dual_simplex: false, use_preprocessing: false"
 #: Relative tolerance under which a round's least reduced costs count as converged.
 CONVERGED = 1e-7
 
@@ -123,7 +127,8 @@ class _Types:
 
 class _Master:
     """``min cost·λ`` s.t. ``A λ = mult`` (``<=`` where deferrable), ``a·λ <= rhs``,
-    ``λ >= 0``; columns are sets of types (GLOP, re-solved from the last basis)."""
+    ``λ >= 0``; columns are sets of types (GLOP, re-solved from the last basis,
+    ``WARM_PARAMETERS``)."""
 
     def __init__(self, types: _Types, exact: np.ndarray, rhs: int) -> None:
         self.multiplicity = types.multiplicity.astype(np.float64)
@@ -143,6 +148,7 @@ class _Master:
                                        strict=True)]
         self.spent = solver.Constraint(-math.inf, float(self.rhs))
         self.objective = solver.Objective()
+        solver.SetSolverSpecificParametersAsString(WARM_PARAMETERS)
         for key, cost, a_coef in self.columns:
             self._variable(key, cost, a_coef)
 
@@ -188,10 +194,7 @@ class _Master:
         dual = np.array(response.dual_value, dtype=np.float64)
         rows = len(self.covers)
         y = np.where(self.exact, dual[:rows], np.minimum(dual[:rows], 0.0))
-        # later solves continue from this basis with new columns: primal simplex, except
-        # on large LPs, where it stalls on their degeneracy
-        self.solver.SetSolverSpecificParametersAsString(
-            f"use_dual_simplex: {'true' if rows > DUAL_SIMPLEX_TYPES else 'false'}")
+        self.solver.SetSolverSpecificParametersAsString(WARM_PARAMETERS)  # after a repeat
         return y, min(float(dual[rows]), 0.0)
 
 

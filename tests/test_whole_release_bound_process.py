@@ -211,3 +211,62 @@ def test_collect_refuses_what_accepts_refuses() -> None:
                                        accepts=lambda answer: answer != 4.0)
     assert pending is not None
     assert pending.collect(time.perf_counter() + 5.0) == 3.0
+
+
+def test_the_child_runs_the_relaxations_per_qi_first_where_the_cost_splits_by_qi(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a perimeter cost the large release's child bounds by the relaxations per QI
+    (models/whole_release_separable_bound.py) and then the pair bound: with the pair bound
+    made 0 in the child, the release reports the relaxations' bound, as computed here."""
+    from republish.models.whole_release_counts import rational_weight
+    from republish.models.whole_release_separable_bound import separable_bound
+    from republish.objectives import ReleaseCost
+    from republish.schema import QIAttribute, Schema
+
+    problem, groups = across_signatures()
+    schema = Schema("id", "sa", tuple(QIAttribute(f"x{i}", "numeric")
+                                      for i in range(problem.points.shape[1])))
+    cost = ReleaseCost(schema=schema, points=problem.points)
+    calls = spied_large(monkeypatch)
+    monkeypatch.setattr(bound_process, "lower_bound_b", lambda *a, **k: 0.0)
+    answer = solve_whole_release(problem, time_limit=3.0, hint=(groups, []), workers=2,
+                                 extent=cost.model_extent(lambda rows: 0))
+    assert calls["parent bound"] == []
+    assert answer.status_a == "OPTIMAL"
+    here = separable_bound(problem, cost, Fraction(answer.objective_a).limit_denominator(1000),
+                           rational_weight(problem.deferral_weight), groups,
+                           deadline=time.perf_counter() + 30.0)
+    assert here.converged and here.bound > 0.0
+    assert answer.bound_b == pytest.approx(here.bound, abs=1e-6)
+    assert answer.bound_b <= answer.objective_b + 1e-9
+
+
+def test_the_relaxations_then_the_pair_bound_answer_the_larger() -> None:
+    """``bound_beside`` with ``separable_deadline``: the child's answer is the larger of
+    the relaxations per QI and the row and pair bounds."""
+    from republish.models.whole_release_counts import rational_weight
+    from republish.models.whole_release_separable_bound import separable_bound
+    from republish.objectives import ReleaseCost
+    from republish.schema import QIAttribute, Schema
+
+    problem = old_and_new()
+    answer = solve_whole_release(problem, time_limit=5.0)
+    assert answer.status_a == "OPTIMAL"
+    a_star = Fraction(answer.objective_a).limit_denominator(1000)
+    schema = Schema("id", "sa", (QIAttribute("x", "numeric"), QIAttribute("y", "numeric")))
+    cost = ReleaseCost(schema=schema, points=problem.points)
+    extent = cost.model_extent(lambda rows: 0)
+    now = time.perf_counter()
+    weight = rational_weight(problem.deferral_weight)
+    relaxations = separable_bound(problem, cost, a_star, weight, list(answer.groups),
+                                  deadline=now + 30.0).bound
+    pairs = lower_bound_b(problem, extent, a_star, weight, deadline=now + 30.0,
+                          weights_deadline=now + 30.0, groups=list(answer.groups))
+    pending = bound_process.bound_beside(problem, extent, a_star, weight,
+                                         deadline=now + 30.0, weights_deadline=now + 30.0,
+                                         groups=list(answer.groups), cost=cost,
+                                         separable_deadline=now + 15.0)
+    assert pending is not None
+    found = pending.collect(time.perf_counter() + 40.0)
+    assert found == pytest.approx(max(relaxations, pairs), rel=1e-6)
+    assert found <= answer.objective_b + 1e-9
