@@ -44,8 +44,10 @@ groups of seven rows no table holds, converge in 0.7-1.0 s to 237-343 against re
 359-417, where the pair bound gave 56-163. In a first release each QI alone sorts its rows
 as it likes, and the sum is loose (m = 3: 23 against 65); from m = 6 it still beats the
 relaxation over four-row groups (173 against 101 at m = 6). On 20,000 Adult rows (m = 3)
-it converges in 15 s to 12,465 on release 2 (the pair bound: 12,405) and in 147 s to
-11,046 on release 4 (10,614), most of it GLOP on the age LP; large releases do not run it.
+it converges in 6 s to 12,465 on release 2 (the pair bound: 12,405) and in 19 s to 11,046
+on release 4 (10,614), GLOP re-solving without presolve (``WARM_PARAMETERS``); with two
+workers and 1.5 ms a row a large release's second process runs it before the pair bound
+(:mod:`republish.models.whole_release_large`).
 """
 
 from __future__ import annotations
