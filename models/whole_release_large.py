@@ -99,7 +99,8 @@ NEW_GROUPS_SHARE, NEW_GROUPS_MIN_SLACK = 0.1, 0.3
 #: there its time taken halved the pair bound's weights and lost as much as it gained
 #: (20,000 rows, same machine, median gaps m = 3: 25.4 -> 25.5 %, m = 5: 45.6 -> 52.7 %,
 #: m = 7: 60.6 -> 63.0 %); at 60 s it raised all but one bound (median gaps m = 3-7:
-#: 21.8 / 19.1 / 18.9 / 18.5 / 40.7 -> 18.9 / 17.7 / 14.1 / 12.9 / 16.8 %). Hence 1.5 ms a row: 30 s of the child's time at 20,000 rows.
+#: 21.8 / 19.1 / 18.9 / 18.5 / 40.7 -> 18.9 / 17.7 / 14.1 / 12.9 / 16.8 %). Hence 1.5 ms a
+#: row: 30 s of the child's time at 20,000 rows.
 SEPARABLE_LARGE_SHARE, SEPARABLE_LARGE_SECONDS_PER_ROW = 0.6, 1.5e-3
 #: Share of the budget (at most 1 s) by which a bound computed beside the search
 #: (``workers >= 2``) stops before the search does: on 20,000 Adult rows at 10 s, a child
