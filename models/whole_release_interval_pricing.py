@@ -175,8 +175,8 @@ def _sweep(chunk: Sequence[IntervalFamily], position: np.ndarray, value: np.ndar
     width = min(n_pool - 1, hi - 1)
     members[..., 1:1 + width] = np.where(keep, picked, -1)[..., :width]
     pool_value = np.full((n_family, n_pool), -1, np.int64)
-    for f, family in enumerate(chunk):
-        pool_value[f, :len(family.pools)] = [int(value[pool[0]]) for pool in family.pools]
+    for at, family in enumerate(chunk):
+        pool_value[at, :len(family.pools)] = [int(value[pool[0]]) for pool in family.pools]
     f, p, j = np.nonzero(np.isfinite(least))
     return Priced(pool_value[f, j] * coordinates + present[f, p], least[f, p, j],
                   members[f, p, j], signature[f])
