@@ -46,6 +46,19 @@ def bound_of(problem: WholeReleaseProblem, cost: ReleaseCost, a_star: Fraction,
     return found.bound
 
 
+def one_bucket(seed: int, per_value: int, qis: int, m: int = 3
+               ) -> tuple[WholeReleaseProblem, list[np.ndarray]]:
+    """Old rows of one bucket of ``m`` values, ``per_value`` each, on a grid of ``qis``
+    numeric QIs, and a release of them: its ``k``-th rows of each value together."""
+    rng = np.random.default_rng(seed)
+    values = np.repeat(np.arange(m), per_value)
+    points = rng.integers(0, 10, (len(values), qis)) / 10
+    problem = WholeReleaseProblem(points, values, np.zeros(len(values), np.int64),
+                                  (frozenset(range(m)),), m, m)
+    groups = [np.flatnonzero(values == v) for v in range(m)]
+    return problem, [np.array([g[k] for g in groups]) for k in range(per_value)]
+
+
 def below_optimum(problem: WholeReleaseProblem, cost: ReleaseCost,
                   optimum: tuple[Fraction, float] | None,
                   start_cost: ReleaseCost | None = None) -> None:
@@ -287,14 +300,8 @@ def test_with_two_workers_they_run_beside_the_model_and_bound_the_release() -> N
 
 def test_each_qi_is_reported_as_it_converges() -> None:
     """``report`` receives the bound after each QI, rising to the returned one."""
-    rng = np.random.default_rng(3)
-    m, per_value = 3, 3
-    values = np.repeat(np.arange(m), per_value)
-    points = rng.integers(0, 10, (len(values), 3)) / 10
-    problem = WholeReleaseProblem(points, values, np.zeros(len(values), np.int64),
-                                  (frozenset(range(m)),), m, m)
-    groups = [np.array([np.flatnonzero(values == v)[k] for v in range(m)])
-              for k in range(per_value)]
+    problem, groups = one_bucket(3, per_value=3, qis=3)
+    points = problem.points
     schema = Schema("id", "sa", tuple(QIAttribute(f"x{i}", "numeric") for i in range(3)))
     cost = ReleaseCost(schema=schema, points=points)
     reports: list[object] = []
@@ -313,15 +320,8 @@ def test_an_abnormal_lp_solve_is_solved_again_from_scratch(
     undisturbed run reaches, not a QI left unbounded."""
     from ortools.linear_solver import pywraplp
 
-    rng = np.random.default_rng(7)
-    m, per_value = 3, 4
-    values = np.repeat(np.arange(m), per_value)
-    points = rng.integers(0, 10, (len(values), 2)) / 10
-    problem = WholeReleaseProblem(points, values, np.zeros(len(values), np.int64),
-                                  (frozenset(range(m)),), m, m)
-    groups = [np.flatnonzero(values == v) for v in range(m)]
-    release = [np.array([g[k] for g in groups]) for k in range(per_value)]
-    cost = ReleaseCost(schema=SCHEMA_BOX, points=points)
+    problem, release = one_bucket(7, per_value=4, qis=2)
+    cost = ReleaseCost(schema=SCHEMA_BOX, points=problem.points)
     undisturbed = bound_of(problem, cost, Fraction(0), release)
     real_solve = pywraplp.Solver.Solve
     calls = {"n": 0}
