@@ -127,11 +127,10 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     # overrun), else before the search takes the time (the pair bound's transportation
     # problems take ~3 s at 20,000 Adult rows)
     beside_end = deadline - min(BESIDE_MARGIN * time_limit, 1.0)
+    cost = getattr(measure, "cost", None)  # the QIs of the perimeter or NCP
     pending = bound_beside(problem, measure, incumbent.a, weight, deadline=beside_end,
-                           weights_deadline=beside_end, groups=incumbent.groups,
-                           cost=getattr(measure, "cost", None),
-                           separable_deadline=_separable_deadline(problem, measure,
-                                                                  beside_end)) \
+                           weights_deadline=beside_end, groups=incumbent.groups, cost=cost,
+                           separable_deadline=_separable_deadline(problem, cost, beside_end)) \
         if a_star is not None and workers >= 2 and has_old else None
     now = time.perf_counter()
     rows_bound = lower_bound_b(problem, measure, incumbent.a, weight,
@@ -201,13 +200,14 @@ def solve_by_neighbourhoods(problem: WholeReleaseProblem, incumbent: Candidate,
     return answer
 
 
-def _separable_deadline(problem: WholeReleaseProblem, measure: Extent, end: float
+def _separable_deadline(problem: WholeReleaseProblem, cost: object, end: float
                         ) -> float | None:
     """Until when the bound beside the search runs the relaxations per QI before the pair
     bound (SEPARABLE_LARGE_SHARE), or None where it has less than
-    SEPARABLE_LARGE_SECONDS_PER_ROW a row or no perimeter or NCP to split by QI."""
+    SEPARABLE_LARGE_SECONDS_PER_ROW a row or ``cost`` is no perimeter or NCP to split by
+    QI."""
     now = time.perf_counter()
-    if not isinstance(getattr(measure, "cost", None), ReleaseCost) or \
+    if not isinstance(cost, ReleaseCost) or \
             end - now < SEPARABLE_LARGE_SECONDS_PER_ROW * len(problem.values):
         return None
     return now + SEPARABLE_LARGE_SHARE * (end - now)

@@ -290,10 +290,11 @@ def _qi_bound(problem: WholeReleaseProblem, counts: ReleaseCounts, types: _Types
         priced = price_families(fams, types.position, types.value, len(types.coordinates),
                                 w, lengths, -y_a * weight.denominator, problem.m, ncp)
         np.minimum.at(least, priced.classes, priced.least)
-        found = [(float(priced.least[c]), tuple(sorted(row[row >= 0].tolist())),
-                  int(priced.signature[c]))
-                 for c in np.flatnonzero(priced.least < -1e-9).tolist()
-                 for row in (priced.members[c],)]
+        found: list[tuple[float, tuple[int, ...], int]] = []
+        for c in np.flatnonzero(priced.least < -1e-9).tolist():
+            row = priced.members[c]
+            found.append((float(priced.least[c]), tuple(sorted(row[row >= 0].tolist())),
+                          int(priced.signature[c])))
         rounds += 1
         rest = _solution_least(least, capacity, most_groups)
         best = max(best, float(y @ master.multiplicity + y_a * rhs) + rest)
